@@ -1,0 +1,32 @@
+//===- Strings.h - small text helpers for messages -------------*- C++ -*-===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace volt {
+
+/// Levenshtein distance, for "did you mean" suggestions.
+size_t editDistance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `word`, if one is close enough to be a likely
+/// typo (distance at most a third of the word's length, and at least 1 off).
+std::optional<std::string> closestMatch(std::string_view word,
+                                        const std::vector<std::string> &candidates);
+
+/// "a, b, c" — for listing valid values in a message.
+std::string joinList(const std::vector<std::string> &items, std::string_view sep = ", ");
+
+/// 17.2 GB / 512.0 MB / 1.5 KB / 12 B (decimal units, as GPU vendors use).
+std::string formatBytes(uint64_t bytes);
+
+/// 1,234,567
+std::string formatCount(uint64_t n);
+
+/// fnmatch-style wildcard match ('*' and '?'), as ModelOpt's exclude lists use.
+bool wildcardMatch(std::string_view pattern, std::string_view text);
+
+} // namespace volt

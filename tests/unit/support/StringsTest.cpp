@@ -1,0 +1,52 @@
+#include "runtime/support/CheckedMath.h"
+#include "runtime/support/Strings.h"
+
+#include <gtest/gtest.h>
+
+namespace volt {
+namespace {
+
+TEST(Strings, EditDistance) {
+  EXPECT_EQ(editDistance("", ""), 0u);
+  EXPECT_EQ(editDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(editDistance("max_model_len", "max_modl_len"), 1u);
+}
+
+TEST(Strings, ClosestMatchSuggestsTyposOnly) {
+  std::vector<std::string> keys = {"max_model_len", "max_num_seqs", "target"};
+  EXPECT_EQ(closestMatch("max_modle_len", keys), "max_model_len");
+  EXPECT_EQ(closestMatch("taget", keys), "target");
+  EXPECT_FALSE(closestMatch("completely_different", keys).has_value());
+  EXPECT_FALSE(closestMatch("target", keys).has_value()) << "an exact match is not a typo";
+}
+
+TEST(Strings, FormatBytesAndCounts) {
+  EXPECT_EQ(formatBytes(12), "12 B");
+  EXPECT_EQ(formatBytes(17'200'000'000ull), "17.20 GB");
+  EXPECT_EQ(formatCount(0), "0");
+  EXPECT_EQ(formatCount(1234567), "1,234,567");
+}
+
+TEST(Strings, WildcardMatch) {
+  EXPECT_TRUE(wildcardMatch("lm_head", "lm_head"));
+  EXPECT_TRUE(wildcardMatch("*mlp.gate", "model.layers.0.mlp.gate"));
+  EXPECT_FALSE(wildcardMatch("*mlp.gate", "model.layers.0.mlp.gate_proj"));
+  EXPECT_TRUE(wildcardMatch("model.layers.?.mlp*", "model.layers.3.mlp.experts.1.up_proj"));
+  EXPECT_FALSE(wildcardMatch("model.layers.?.mlp*", "model.layers.13.mlp"));
+  EXPECT_TRUE(wildcardMatch("*", ""));
+  EXPECT_FALSE(wildcardMatch("a*b*c", "aXbX"));
+}
+
+TEST(CheckedMath, DetectsOverflow) {
+  EXPECT_EQ(checkedMul(1ull << 32, 1ull << 31), 1ull << 63);
+  EXPECT_FALSE(checkedMul(1ull << 32, 1ull << 32).has_value());
+  EXPECT_FALSE(checkedAdd(~0ull, 1).has_value());
+  std::vector<int64_t> dims = {1 << 20, 1 << 20, 1 << 20, 1 << 20};
+  EXPECT_FALSE(checkedProduct(dims).has_value());
+  std::vector<int64_t> negative = {4, -1};
+  EXPECT_FALSE(checkedProduct(negative).has_value());
+  EXPECT_EQ(checkedProduct({}), 1u);
+}
+
+} // namespace
+} // namespace volt

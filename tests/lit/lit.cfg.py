@@ -1,0 +1,21 @@
+# lit configuration for volt: CLI diagnostics, passes (volt-opt) and
+# generated PTX, each checked with FileCheck.
+import os
+
+import lit.formats
+
+config.name = "volt"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".test", ".mlir", ".yaml"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.volt_binary_dir, "tests", "lit")
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.volt_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+# Messages must not depend on the user's locale or terminal.
+config.environment["LC_ALL"] = "C"
+config.environment["NO_COLOR"] = "1"
+
+config.substitutions.append(("%volt_src", config.volt_source_dir))
+config.substitutions.append(("%specs", os.path.join(config.volt_source_dir, "specs")))

@@ -76,19 +76,28 @@ uint8_t encodeE4M3(float x) {
   return static_cast<uint8_t>(code | (std::signbit(x) && code != 0 ? 0x80 : 0));
 }
 
-Quantized quantize(std::span<const float> weights, int64_t n, int64_t k) {
-  assert(k % kBlockSize == 0 && static_cast<int64_t>(weights.size()) == n * k);
-  Quantized q;
-  q.packed.assign(static_cast<size_t>(n * k / 2), 0);
-  q.scales.assign(static_cast<size_t>(n * k / kBlockSize), 0);
+float absMax(std::span<const float> weights) {
   float amax = 0.0f;
   for (float w : weights)
     amax = std::max(amax, std::fabs(w));
-  if (amax == 0.0f || !std::isfinite(amax)) {
-    q.globalScale = 1.0f;
-    return q;
-  }
-  q.globalScale = amax / (kE2M1Max * kE4M3Max);
+  return amax;
+}
+
+Quantized quantize(std::span<const float> weights, int64_t n, int64_t k) {
+  float amax = absMax(weights);
+  if (amax == 0.0f || !std::isfinite(amax))
+    return quantizeWithGlobalScale(weights, n, k, 1.0f);
+  return quantizeWithGlobalScale(weights, n, k, amax / (kE2M1Max * kE4M3Max));
+}
+
+Quantized quantizeWithGlobalScale(std::span<const float> weights, int64_t n, int64_t k,
+                                  float globalScale) {
+  assert(k % kBlockSize == 0 && static_cast<int64_t>(weights.size()) == n * k);
+  assert(globalScale > 0.0f);
+  Quantized q;
+  q.packed.assign(static_cast<size_t>(n * k / 2), 0);
+  q.scales.assign(static_cast<size_t>(n * k / kBlockSize), 0);
+  q.globalScale = globalScale;
   for (int64_t row = 0; row < n; ++row) {
     for (int64_t b = 0; b < k / kBlockSize; ++b) {
       const float *block = weights.data() + row * k + b * kBlockSize;

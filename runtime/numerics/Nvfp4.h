@@ -61,6 +61,15 @@ struct Quantized {
 /// K must be a multiple of 16. An all-zero matrix gets globalScale 1.
 Quantized quantize(std::span<const float> weights, int64_t n, int64_t k);
 
+/// The same with a given global scale (for parts of a fused projection that
+/// share one, as ModelOpt exports gate/up and q/k/v). Block scales saturate
+/// at 448 when `globalScale` is smaller than the recipe's.
+Quantized quantizeWithGlobalScale(std::span<const float> weights, int64_t n, int64_t k,
+                                  float globalScale);
+
+/// The largest magnitude of `weights` (0 for an empty span).
+float absMax(std::span<const float> weights);
+
 /// Dequantizes one row of a quantized [N, K] matrix into `out` (K floats).
 void dequantizeRow(std::span<const uint8_t> packedRow, std::span<const uint8_t> scaleRow,
                    float globalScale, std::span<float> out);

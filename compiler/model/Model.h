@@ -1,0 +1,162 @@
+//===- Model.h - one in-memory description of a checkpoint -------*- C++ -*-===//
+//
+// What the compiler imports: the architecture (ModelConfig) and, per layer,
+// every weight with its format decided per tensor. A linear layer's weight
+// is either dense (BF16/F16/F32) or NVFP4 in one normalised convention:
+// packed E2M1 data [N, K/2], E4M3 block scales [N, K/16] and an FP32 global
+// scale that multiplies (ModelOpt's convention; compressed-tensors' divisor
+// is inverted on load).
+//
+// A model can be described from config files alone (no weights yet): each
+// weight then carries the shape and format the quantization config
+// predicts, and no tensor.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/model/Checkpoint.h"
+#include "compiler/model/ModelConfig.h"
+#include "compiler/model/QuantConfig.h"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace volt::model {
+
+enum class WeightFormat { Dense, Nvfp4 };
+
+/// A parameter that is not a linear weight: an embedding table, a norm
+/// weight, a bias.
+struct Param {
+  std::string name; ///< full tensor name
+  std::vector<int64_t> shape;
+  DType dtype = DType::BF16;      ///< as stored (predicted when config-only)
+  const Tensor *tensor = nullptr; ///< null when config-only
+  uint64_t numElements() const;
+  uint64_t bytes() const { return numElements() * dtypeSize(dtype); }
+};
+
+/// A linear layer y = x·Wᵀ (+ b), W of shape [outFeatures, inFeatures].
+struct Linear {
+  std::string module; ///< e.g. "model.layers.0.self_attn.q_proj"
+  int64_t outFeatures = 0;
+  int64_t inFeatures = 0;
+  WeightFormat format = WeightFormat::Dense;
+  /// Dense: the weight's dtype. NVFP4: U8.
+  DType dtype = DType::BF16;
+  /// Dense: the [N, K] weight. NVFP4: the packed [N, K/2] data.
+  const Tensor *weight = nullptr;
+  /// NVFP4: the E4M3 block scales [N, K/16].
+  const Tensor *blockScales = nullptr;
+  /// NVFP4: the global scale as a multiplier (NaN when config-only).
+  float globalScale = 0.0f;
+  std::optional<Param> bias;
+
+  bool isNvfp4() const { return format == WeightFormat::Nvfp4; }
+  uint64_t numParams() const;
+  /// Bytes as stored in the checkpoint (NVFP4: data + block scales + global
+  /// scale).
+  uint64_t bytes() const;
+};
+
+/// gate/up/down of an expert or of a dense MLP:
+/// down(silu(gate(x)) * up(x)).
+struct GatedMlp {
+  Linear gate, up, down;
+};
+
+struct Layer {
+  int64_t index = 0;
+  Param inputNorm;
+  Param postAttentionNorm;
+  Linear q, k, v, o;
+  std::optional<Param> qNorm, kNorm; ///< Qwen3 families
+  bool isMoe = false;
+  GatedMlp mlp;                      ///< dense MLP (when !isMoe)
+  Linear router;                     ///< [experts, hidden] (when isMoe)
+  std::vector<GatedMlp> experts;     ///< (when isMoe)
+  std::optional<GatedMlp> sharedExpert; ///< Qwen2-MoE
+  std::optional<Linear> sharedExpertGate; ///< Qwen2-MoE, [1, hidden]
+};
+
+struct Model {
+  std::filesystem::path dir;
+  ModelConfig config;
+  QuantConfig quant;
+  Param embedTokens;
+  std::vector<Layer> layers;
+  Param finalNorm;
+  /// The output projection; for tied embeddings it reads embedTokens' tensor.
+  Linear lmHead;
+  bool lmHeadTied = false;
+  /// The checkpoint (empty when only config files are present).
+  std::unique_ptr<Checkpoint> checkpoint;
+  /// Tensors present but not used: W4A4 input scales, FP8 KV scales (volt's
+  /// KV cache is FP16), and anything unrecognised (e.g. MTP heads).
+  std::vector<std::string> unusedTensors;
+
+  bool hasWeights() const { return checkpoint && checkpoint->hasWeights(); }
+
+  /// Calls `fn(const Linear &)` for every linear layer, in model order.
+  template <typename Fn> void forEachLinear(Fn &&fn) const;
+  /// Calls `fn(const Param &)` for every non-linear parameter (embedding,
+  /// norms, biases).
+  template <typename Fn> void forEachParam(Fn &&fn) const;
+};
+
+struct LoadOptions {
+  /// Read every block scale (NaN, negative) and every global scale; this
+  /// touches about one ninth of an NVFP4 checkpoint's bytes.
+  bool verifyData = false;
+};
+
+/// Loads config.json, the quantization config and (when present) the
+/// safetensors files of `dir`, and binds every weight.
+Result<Model> loadModel(const std::filesystem::path &dir, const LoadOptions &options = {});
+
+template <typename Fn> void Model::forEachLinear(Fn &&fn) const {
+  auto mlp = [&](const GatedMlp &m) {
+    fn(m.gate);
+    fn(m.up);
+    fn(m.down);
+  };
+  for (const Layer &l : layers) {
+    fn(l.q);
+    fn(l.k);
+    fn(l.v);
+    fn(l.o);
+    if (!l.isMoe) {
+      mlp(l.mlp);
+      continue;
+    }
+    fn(l.router);
+    for (const GatedMlp &e : l.experts)
+      mlp(e);
+    if (l.sharedExpert)
+      mlp(*l.sharedExpert);
+    if (l.sharedExpertGate)
+      fn(*l.sharedExpertGate);
+  }
+  fn(lmHead);
+}
+
+template <typename Fn> void Model::forEachParam(Fn &&fn) const {
+  fn(embedTokens);
+  for (const Layer &l : layers) {
+    fn(l.inputNorm);
+    fn(l.postAttentionNorm);
+    if (l.qNorm)
+      fn(*l.qNorm);
+    if (l.kNorm)
+      fn(*l.kNorm);
+    for (const Linear *lin : {&l.q, &l.k, &l.v})
+      if (lin->bias)
+        fn(*lin->bias);
+  }
+  fn(finalNorm);
+}
+
+} // namespace volt::model

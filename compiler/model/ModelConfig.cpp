@@ -1,0 +1,262 @@
+//===- ModelConfig.cpp ----------------------------------------------------===//
+#include "compiler/model/ModelConfig.h"
+
+#include "compiler/model/JsonFields.h"
+#include "runtime/support/Strings.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace volt::model {
+namespace {
+
+struct FamilyInfo {
+  Family family;
+  const char *architecture;
+  const char *name;
+};
+
+constexpr FamilyInfo kFamilies[] = {
+    {Family::Qwen3Moe, "Qwen3MoeForCausalLM", "qwen3-moe"},
+    {Family::Qwen2Moe, "Qwen2MoeForCausalLM", "qwen2-moe"},
+    {Family::Mixtral, "MixtralForCausalLM", "mixtral"},
+    {Family::Qwen3, "Qwen3ForCausalLM", "qwen3"},
+    {Family::Llama, "LlamaForCausalLM", "llama"},
+};
+
+#define VOLT_READ(lhs, expr)                                                                       \
+  do {                                                                                             \
+    auto r_ = (expr);                                                                              \
+    if (!r_)                                                                                       \
+      return r_.error();                                                                           \
+    lhs = *r_;                                                                                     \
+  } while (false)
+
+/// Options volt does not implement; present and not null/false, they are
+/// rejected by name instead of being silently ignored.
+Status rejectUnsupportedOptions(const JsonFields &f, const ModelConfig &c) {
+  if (const nlohmann::json *scaling = f.find("rope_scaling")) {
+    std::string type = "(unknown)";
+    if (scaling->is_object()) {
+      for (const char *key : {"rope_type", "type"})
+        if (scaling->contains(key) && (*scaling)[key].is_string())
+          type = (*scaling)[key].get<std::string>();
+    }
+    if (type != "default")
+      return f.error("rope_scaling", "RoPE scaling type '" + type +
+                                         "' is not supported (supported: none, 'default')");
+  }
+  auto act = f.string("hidden_act", "silu");
+  if (!act)
+    return act.error();
+  if (*act != "silu")
+    return f.error("hidden_act", "activation '" + *act + "' is not supported (supported: silu)");
+  if (const nlohmann::json *sw = f.find("use_sliding_window"); sw && sw->is_boolean() && *sw)
+    return f.error("use_sliding_window", "sliding-window attention is not supported");
+  if (const nlohmann::json *sw = f.find("sliding_window"); sw && c.family == Family::Mixtral) {
+    if (!sw->is_number_integer() || sw->get<int64_t>() < c.maxPositionEmbeddings)
+      return f.error("sliding_window", "sliding-window attention is not supported (set it to "
+                                       "null to attend over the whole context)");
+  }
+  if (c.family == Family::Llama || c.family == Family::Qwen3 || c.family == Family::Qwen3Moe) {
+    auto bias = f.boolean("attention_bias", false);
+    if (!bias)
+      return bias.error();
+    if (*bias)
+      return f.error("attention_bias", std::string("attention biases are not supported for ") +
+                                           familyArchitecture(c.family));
+  }
+  if (c.family == Family::Llama) {
+    auto mlpBias = f.boolean("mlp_bias", false);
+    if (!mlpBias)
+      return mlpBias.error();
+    if (*mlpBias)
+      return f.error("mlp_bias", "MLP biases are not supported");
+  }
+  return Status::success();
+}
+
+} // namespace
+
+const char *familyArchitecture(Family family) {
+  for (const FamilyInfo &f : kFamilies)
+    if (f.family == family)
+      return f.architecture;
+  return "?";
+}
+
+const char *familyName(Family family) {
+  for (const FamilyInfo &f : kFamilies)
+    if (f.family == family)
+      return f.name;
+  return "?";
+}
+
+bool ModelConfig::isMoeLayer(int64_t i) const {
+  if (!isMoe())
+    return false;
+  if (std::find(mlpOnlyLayers.begin(), mlpOnlyLayers.end(), i) != mlpOnlyLayers.end())
+    return false;
+  return (i + 1) % decoderSparseStep == 0;
+}
+
+Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::string &fileName) {
+  if (!json.is_object())
+    return Error(fileName + ": expected a JSON object at the top level");
+  JsonFields f(json, fileName);
+  ModelConfig c;
+
+  auto archs = f.stringList("architectures");
+  if (!archs)
+    return archs.error();
+  std::vector<std::string> supported;
+  for (const FamilyInfo &info : kFamilies)
+    supported.emplace_back(info.architecture);
+  if (archs->empty())
+    return Error(fileName + ": missing field 'architectures' (supported: " + joinList(supported) +
+                 ")");
+  const std::string &arch = archs->front();
+  auto it = std::find_if(std::begin(kFamilies), std::end(kFamilies),
+                         [&](const FamilyInfo &info) { return arch == info.architecture; });
+  if (it == std::end(kFamilies))
+    return f.error("architectures", "unsupported architecture '" + arch +
+                                        "' (supported: " + joinList(supported) + ")");
+  c.family = it->family;
+
+  VOLT_READ(c.vocabSize, f.positiveInt("vocab_size"));
+  VOLT_READ(c.hiddenSize, f.positiveInt("hidden_size"));
+  VOLT_READ(c.numHiddenLayers, f.positiveInt("num_hidden_layers"));
+  VOLT_READ(c.numAttentionHeads, f.positiveInt("num_attention_heads"));
+  VOLT_READ(c.numKeyValueHeads, f.positiveInt("num_key_value_heads", c.numAttentionHeads));
+  if (c.hiddenSize % c.numAttentionHeads != 0 && !f.has("head_dim"))
+    return f.error("hidden_size", "hidden_size " + std::to_string(c.hiddenSize) +
+                                      " is not a multiple of num_attention_heads " +
+                                      std::to_string(c.numAttentionHeads) +
+                                      " and no head_dim is given");
+  VOLT_READ(c.headDim, f.positiveInt("head_dim", c.hiddenSize / c.numAttentionHeads));
+  VOLT_READ(c.maxPositionEmbeddings, f.positiveInt("max_position_embeddings"));
+  VOLT_READ(c.rmsNormEps, f.positiveNumber("rms_norm_eps", 1e-6));
+  VOLT_READ(c.ropeTheta, f.positiveNumber("rope_theta", 10000.0));
+  VOLT_READ(c.tieWordEmbeddings, f.boolean("tie_word_embeddings", false));
+  // Newer transformers write "dtype", older "torch_dtype".
+  VOLT_READ(c.torchDtype, f.string("torch_dtype", "bfloat16"));
+  if (f.has("dtype"))
+    VOLT_READ(c.torchDtype, f.string("dtype"));
+  static const std::vector<std::string> dtypes = {"bfloat16", "float16", "float32"};
+  if (std::find(dtypes.begin(), dtypes.end(), c.torchDtype) == dtypes.end())
+    return f.error(f.has("dtype") ? "dtype" : "torch_dtype",
+                   "unsupported dtype '" + c.torchDtype + "' (supported: " + joinList(dtypes) +
+                       ")");
+
+  if (c.numAttentionHeads % c.numKeyValueHeads != 0)
+    return f.error("num_key_value_heads", "num_attention_heads " +
+                                              std::to_string(c.numAttentionHeads) +
+                                              " is not a multiple of num_key_value_heads " +
+                                              std::to_string(c.numKeyValueHeads));
+  if (c.headDim % 2 != 0)
+    return f.error("head_dim", "RoPE needs an even head_dim, found " + std::to_string(c.headDim));
+
+  switch (c.family) {
+  case Family::Qwen3Moe:
+  case Family::Qwen2Moe:
+    VOLT_READ(c.numExperts, f.positiveInt("num_experts"));
+    VOLT_READ(c.numExpertsPerTok, f.positiveInt("num_experts_per_tok"));
+    VOLT_READ(c.moeIntermediateSize, f.positiveInt("moe_intermediate_size"));
+    VOLT_READ(c.normTopkProb, f.boolean("norm_topk_prob", false));
+    VOLT_READ(c.decoderSparseStep, f.positiveInt("decoder_sparse_step", 1));
+    {
+      auto layers = f.intList("mlp_only_layers");
+      if (!layers)
+        return layers.error();
+      c.mlpOnlyLayers = *layers;
+    }
+    // The dense MLP width matters only when some layer is dense.
+    VOLT_READ(c.intermediateSize, f.nonNegativeInt("intermediate_size", 0));
+    if (c.family == Family::Qwen2Moe) {
+      VOLT_READ(c.sharedExpertIntermediateSize,
+                f.nonNegativeInt("shared_expert_intermediate_size", 0));
+      c.qkvBias = true;
+    } else {
+      c.qkNorm = true;
+    }
+    break;
+  case Family::Mixtral:
+    VOLT_READ(c.numExperts, f.positiveInt("num_local_experts"));
+    VOLT_READ(c.numExpertsPerTok, f.positiveInt("num_experts_per_tok"));
+    VOLT_READ(c.moeIntermediateSize, f.positiveInt("intermediate_size"));
+    c.intermediateSize = c.moeIntermediateSize;
+    c.normTopkProb = true; // softmax over the top-k logits
+    break;
+  case Family::Qwen3:
+    c.qkNorm = true;
+    VOLT_READ(c.intermediateSize, f.positiveInt("intermediate_size"));
+    break;
+  case Family::Llama:
+    VOLT_READ(c.intermediateSize, f.positiveInt("intermediate_size"));
+    break;
+  }
+
+  if (c.isMoe()) {
+    if (c.numExpertsPerTok > c.numExperts)
+      return f.error("num_experts_per_tok", "num_experts_per_tok " +
+                                                std::to_string(c.numExpertsPerTok) +
+                                                " exceeds the number of experts " +
+                                                std::to_string(c.numExperts));
+    for (int64_t layer : c.mlpOnlyLayers)
+      if (layer < 0 || layer >= c.numHiddenLayers)
+        return f.error("mlp_only_layers", "layer " + std::to_string(layer) +
+                                              " is outside 0.." +
+                                              std::to_string(c.numHiddenLayers - 1));
+    for (int64_t i = 0; i < c.numHiddenLayers; ++i)
+      if (!c.isMoeLayer(i) && c.intermediateSize == 0)
+        return f.error("intermediate_size", "layer " + std::to_string(i) +
+                                                " is a dense MLP layer, so intermediate_size "
+                                                "must be a positive integer");
+  }
+  VOLT_RETURN_IF_ERROR(rejectUnsupportedOptions(f, c));
+  return c;
+}
+
+Result<nlohmann::json> readJsonFile(const std::filesystem::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error(path.string() + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error &e) {
+    // Turn the byte position into line:column.
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    std::string what = e.what();
+    if (auto pos = what.find("syntax error"); pos != std::string::npos)
+      what = what.substr(pos);
+    return Error(path.string() + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                 ": invalid JSON: " + what);
+  } catch (const nlohmann::json::exception &e) {
+    return Error(path.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+Result<ModelConfig> loadModelConfig(const std::filesystem::path &modelDir) {
+  std::filesystem::path path = modelDir / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Error(path.string() + ": not found (a Hugging Face model directory holds config.json)");
+  auto json = readJsonFile(path);
+  if (!json)
+    return json.error();
+  return parseModelConfig(*json, path.string());
+}
+
+} // namespace volt::model

@@ -1,0 +1,64 @@
+//===- QuantConfig.h - which quantization a checkpoint claims ----*- C++ -*-===//
+//
+// NVFP4 checkpoints come from two producers with different files, tensor
+// names and global-scale conventions: NVIDIA ModelOpt (hf_quant_config.json
+// or config.json `quantization_config` with quant_method "modelopt") and
+// compressed-tensors (`quant_method: compressed-tensors`, format
+// `nvfp4-pack-quantized`). This reads the claim. The claim only predicts;
+// the per-tensor format is decided from the tensors actually present
+// (published checkpoints have had modules missing from their exclude lists).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/support/Status.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace volt::model {
+
+enum class QuantFormat {
+  None,                   ///< unquantized BF16/F16/F32
+  ModelOptNvfp4,          ///< P.weight U8, P.weight_scale E4M3, P.weight_scale_2 (multiplier)
+  CompressedTensorsNvfp4, ///< P.weight_packed, P.weight_scale, P.weight_global_scale (divisor)
+};
+
+const char *quantFormatName(QuantFormat format);
+
+struct QuantConfig {
+  QuantFormat format = QuantFormat::None;
+  /// The file the claim was read from ("hf_quant_config.json", "config.json").
+  std::string source;
+  /// ModelOpt's quant_algo ("NVFP4", "W4A16_NVFP4") or compressed-tensors'
+  /// format string.
+  std::string algorithm;
+  int64_t groupSize = 16;
+  /// Whether activations were quantized too (W4A4); volt runs such
+  /// checkpoints weight-only with FP16 activations, as GPUs without FP4
+  /// hardware must.
+  bool activationsQuantized = false;
+  /// Modules left unquantized: fnmatch wildcards (ModelOpt) or exact names
+  /// and `re:` regexes matched from the start (compressed-tensors).
+  std::vector<std::string> excludePatterns;
+
+  /// Whether the claim says module `name` (e.g. "lm_head",
+  /// "model.layers.0.mlp.gate") stays unquantized.
+  bool isExcluded(const std::string &name) const;
+
+  /// Compiled `re:` patterns, in the order of excludePatterns (empty regex
+  /// for non-regex entries).
+  std::vector<std::regex> regexes;
+};
+
+/// Reads the quantization claim of a model directory from
+/// hf_quant_config.json and config.json's quantization_config. Unsupported
+/// methods and algorithms are rejected by name.
+Result<QuantConfig> loadQuantConfig(const std::filesystem::path &modelDir,
+                                    const nlohmann::json &configJson);
+
+} // namespace volt::model

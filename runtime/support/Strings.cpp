@@ -46,11 +46,11 @@ std::string joinList(const std::vector<std::string> &items, std::string_view sep
 }
 
 std::string formatBytes(uint64_t bytes) {
-  static const char *units[] = {"B", "KB", "MB", "GB", "TB"};
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
-  while (v >= 1000.0 && u < 4) {
-    v /= 1000.0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
     ++u;
   }
   char buf[32];

@@ -20,7 +20,8 @@ std::optional<std::string> closestMatch(std::string_view word,
 /// "a, b, c" — for listing valid values in a message.
 std::string joinList(const std::vector<std::string> &items, std::string_view sep = ", ");
 
-/// 17.2 GB / 512.0 MB / 1.5 KB / 12 B (decimal units, as GPU vendors use).
+/// 17.20 GiB / 512.00 MiB / 1.50 KiB / 12 B (binary units, as nvidia-smi and
+/// memory planners report device memory).
 std::string formatBytes(uint64_t bytes);
 
 /// 1,234,567

@@ -22,7 +22,8 @@ TEST(Strings, ClosestMatchSuggestsTyposOnly) {
 
 TEST(Strings, FormatBytesAndCounts) {
   EXPECT_EQ(formatBytes(12), "12 B");
-  EXPECT_EQ(formatBytes(17'200'000'000ull), "17.20 GB");
+  EXPECT_EQ(formatBytes(17ull << 30), "17.00 GiB");
+  EXPECT_EQ(formatBytes(1536), "1.50 KiB");
   EXPECT_EQ(formatCount(0), "0");
   EXPECT_EQ(formatCount(1234567), "1,234,567");
 }

@@ -1,0 +1,282 @@
+//===- Check.cpp ----------------------------------------------------------===//
+#include "compiler/driver/Check.h"
+
+#include "compiler/model/TensorParallel.h"
+#include "runtime/support/Strings.h"
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace volt::driver {
+namespace {
+
+/// "model.layers.3.mlp.experts.17.up_proj" -> "mlp.experts.*.up_proj".
+std::string roleOf(const std::string &name) {
+  static const std::regex layer(R"(^model\.layers\.\d+\.)");
+  static const std::regex expert(R"(\.experts\.\d+\.)");
+  std::string role = std::regex_replace(name, layer, "");
+  role = std::regex_replace(role, expert, ".experts.*.");
+  if (role.rfind("model.", 0) == 0)
+    role = role.substr(6);
+  for (const char *suffix : {".weight"})
+    if (role.size() > std::strlen(suffix) &&
+        role.compare(role.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+      role.resize(role.size() - std::strlen(suffix));
+  return role;
+}
+
+std::string formatOf(const model::Linear &lin) {
+  return lin.isNvfp4() ? "NVFP4" : std::string(model::dtypeName(lin.dtype));
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+/// Params in millions/billions, as model cards state them.
+std::string formatParams(uint64_t n) {
+  if (n >= 1'000'000'000)
+    return fixed(n / 1e9, 2) + " B";
+  if (n >= 1'000'000)
+    return fixed(n / 1e6, 2) + " M";
+  return formatCount(n);
+}
+
+Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
+                             int64_t &maxModelLen) {
+  const model::ModelConfig &c = m.config;
+  std::string file = s.specFile.string();
+  maxModelLen = s.maxModelLen.value_or(c.maxPositionEmbeddings);
+  if (maxModelLen > c.maxPositionEmbeddings)
+    return Error(file + ": max_model_len " + std::to_string(maxModelLen) +
+                 " exceeds the model's max_position_embeddings " +
+                 std::to_string(c.maxPositionEmbeddings) +
+                 "; set max_model_len to at most that");
+  bool anyNvfp4 = m.quant.format != model::QuantFormat::None ||
+                  s.weights.quantize == spec::WeightQuantization::Nvfp4;
+  if (m.hasWeights()) {
+    bool found = false;
+    m.forEachLinear([&](const model::Linear &l) { found |= l.isNvfp4(); });
+    anyNvfp4 |= found;
+  }
+  if (s.weights.quantize == spec::WeightQuantization::Nvfp4 &&
+      m.quant.format != model::QuantFormat::None)
+    return Error(file + ": weights.quantize is nvfp4, but the checkpoint is already " +
+                 std::string(model::quantFormatName(m.quant.format)) +
+                 "; set weights: {quantize: none}");
+  if (auto st = model::checkTensorParallel(c, s.tensorParallelSize, anyNvfp4); !st)
+    return Error(file + ": " + st.message() + " (model " + m.dir.string() + ")");
+  return Status::success();
+}
+
+} // namespace
+
+Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOptions &options) {
+  auto specResult = spec::loadDeploySpec(specFile);
+  if (!specResult)
+    return specResult.error();
+  model::LoadOptions load;
+  load.verifyData = options.verifyData;
+  auto modelResult = model::loadModel(specResult->modelDir, load);
+  if (!modelResult)
+    return modelResult.error();
+
+  CheckReport r{std::move(*specResult), std::move(*modelResult)};
+  VOLT_RETURN_IF_ERROR(checkSpecAgainstModel(r.spec, r.model, r.maxModelLen));
+
+  std::map<std::pair<std::string, std::string>, WeightGroup> groups;
+  auto addGroup = [&](const std::string &name, const std::string &format, uint64_t params,
+                      uint64_t bytes) {
+    WeightGroup &g = groups[{roleOf(name), format}];
+    g.role = roleOf(name);
+    g.format = format;
+    ++g.count;
+    g.params += params;
+    g.bytes += bytes;
+    r.totalParams += params;
+    r.totalBytes += bytes;
+  };
+  r.model.forEachLinear([&](const model::Linear &l) {
+    if (r.model.lmHeadTied && &l == &r.model.lmHead)
+      return; // its storage is embed_tokens
+    uint64_t n = static_cast<uint64_t>(l.outFeatures) * static_cast<uint64_t>(l.inFeatures);
+    uint64_t biasBytes = l.bias ? l.bias->bytes() : 0;
+    addGroup(l.module, formatOf(l), n, l.bytes() - biasBytes);
+  });
+  r.model.forEachParam([&](const model::Param &p) {
+    addGroup(p.name, std::string(model::dtypeName(p.dtype)), p.numElements(), p.bytes());
+  });
+  for (auto &[key, g] : groups)
+    r.groups.push_back(g);
+  std::stable_sort(r.groups.begin(), r.groups.end(),
+                   [](const WeightGroup &a, const WeightGroup &b) { return a.bytes > b.bytes; });
+
+  bool quantize = r.spec.weights.quantize == spec::WeightQuantization::Nvfp4;
+  model::RankWeights rank = model::weightsPerRank(r.model, r.spec.tensorParallelSize, quantize);
+  r.rankNvfp4Bytes = rank.nvfp4Bytes;
+  r.rankDenseBytes = rank.denseBytes;
+  bool anyNvfp4 = rank.nvfp4Bytes > 0;
+  for (int tp : model::kTensorParallelSizes) {
+    if (tp == r.spec.tensorParallelSize || !model::checkTensorParallel(r.model.config, tp, anyNvfp4))
+      continue;
+    r.otherTensorParallel.emplace_back(tp, model::weightsPerRank(r.model, tp, quantize).total());
+  }
+  return r;
+}
+
+std::string formatCheckReport(const CheckReport &r, bool listTensors) {
+  const model::ModelConfig &c = r.model.config;
+  const spec::Sku &sku = r.spec.sku;
+  std::ostringstream out;
+  auto row = [&](const std::string &label, const std::string &value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "  %-16s", label.c_str());
+    out << buf << value << "\n";
+  };
+  out << r.spec.specFile.string() << ": valid\n";
+  row("target", sku.name + " (" + std::string(spec::archName(sku.arch)) + ", " +
+                    formatBytes(sku.memoryBytes) + (sku.nominal ? ", nominal" : "") + ") x " +
+                    std::to_string(r.spec.tensorParallelSize));
+  row("model", r.model.dir.string() + " (" + model::familyArchitecture(c.family) + ")");
+  int64_t moeLayers = 0;
+  for (const model::Layer &l : r.model.layers)
+    moeLayers += l.isMoe;
+  row("layers", std::to_string(c.numHiddenLayers) +
+                    (c.isMoe() ? " (" + std::to_string(moeLayers) + " MoE, " +
+                                     std::to_string(c.numHiddenLayers - moeLayers) + " dense)"
+                               : ""));
+  row("attention", "hidden " + std::to_string(c.hiddenSize) + ", heads " +
+                       std::to_string(c.numAttentionHeads) + " / kv " +
+                       std::to_string(c.numKeyValueHeads) + ", head_dim " +
+                       std::to_string(c.headDim) + (c.qkNorm ? ", QK-norm" : "") +
+                       (c.qkvBias ? ", q/k/v bias" : ""));
+  if (c.isMoe()) {
+    std::string experts = std::to_string(c.numExperts) + " per layer, top " +
+                          std::to_string(c.numExpertsPerTok) + ", width " +
+                          std::to_string(c.moeIntermediateSize) +
+                          (c.normTopkProb ? ", renormalised" : "");
+    if (c.sharedExpertIntermediateSize > 0)
+      experts += ", shared expert " + std::to_string(c.sharedExpertIntermediateSize);
+    row("experts", experts);
+  }
+  row("vocab", std::to_string(c.vocabSize) +
+                   (c.tieWordEmbeddings ? " (tied embeddings)" : ""));
+  row("context", "max_model_len " + std::to_string(r.maxModelLen) +
+                     " (max_position_embeddings " + std::to_string(c.maxPositionEmbeddings) + ")");
+  std::string quant = model::quantFormatName(r.model.quant.format);
+  if (r.model.quant.format != model::QuantFormat::None) {
+    quant += " (" + r.model.quant.source + ", " + r.model.quant.algorithm + ")";
+    if (r.model.quant.activationsQuantized)
+      quant += "; activation scales ignored: runs weight-only with FP16 activations";
+  }
+  row("quantization", quant);
+  row("checkpoint",
+      r.model.hasWeights()
+          ? r.model.checkpoint->layout() + ", " +
+                formatCount(r.model.checkpoint->tensors().size()) + " tensors, " +
+                formatBytes(r.model.checkpoint->dataBytes())
+          : "no weight files (config only): formats predicted from the quantization config");
+  row("parameters", formatParams(r.totalParams) + ", " + formatBytes(r.totalBytes) +
+                        " as stored");
+  out << "  weights by role (format, count, parameters, bytes):\n";
+  for (const WeightGroup &g : r.groups) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "    %-34s %-6s %7s %12s %12s\n", g.role.c_str(),
+                  g.format.c_str(), formatCount(g.count).c_str(), formatParams(g.params).c_str(),
+                  formatBytes(g.bytes).c_str());
+    out << buf;
+  }
+  std::string perRank = formatBytes(r.rankNvfp4Bytes + r.rankDenseBytes) + " (NVFP4 " +
+                        formatBytes(r.rankNvfp4Bytes) + " + FP16 " +
+                        formatBytes(r.rankDenseBytes) + ")";
+  if (r.spec.weights.quantize == spec::WeightQuantization::Nvfp4)
+    perRank += " after quantizing to NVFP4";
+  row("weights/GPU", "tensor_parallel_size " + std::to_string(r.spec.tensorParallelSize) + ": " +
+                         perRank);
+  double budget = static_cast<double>(sku.memoryBytes) * r.spec.gpuMemoryUtilization;
+  double share = 100.0 * static_cast<double>(r.rankNvfp4Bytes + r.rankDenseBytes) / budget;
+  row("", fixed(share, 1) + "% of " + formatBytes(static_cast<uint64_t>(budget)) +
+              " (gpu_memory_utilization " + fixed(r.spec.gpuMemoryUtilization, 2) +
+              " of " + formatBytes(sku.memoryBytes) + "); the KV cache and activations get "
+              "the rest, planned by voltc compile");
+  for (const auto &[tp, bytes] : r.otherTensorParallel)
+    row("", "(tensor_parallel_size " + std::to_string(tp) + " would hold " + formatBytes(bytes) +
+                " per GPU)");
+  if (!r.model.unusedTensors.empty()) {
+    std::string names;
+    for (size_t i = 0; i < r.model.unusedTensors.size() && i < 3; ++i)
+      names += (i ? ", " : "") + r.model.unusedTensors[i];
+    if (r.model.unusedTensors.size() > 3)
+      names += ", ...";
+    row("unused tensors", formatCount(r.model.unusedTensors.size()) + " (" + names + ")");
+  }
+  if (listTensors) {
+    out << "  tensors:\n";
+    r.model.forEachLinear([&](const model::Linear &l) {
+      out << "    " << l.module << " [" << l.outFeatures << ", " << l.inFeatures << "] "
+          << formatOf(l);
+      if (l.isNvfp4() && l.weight)
+        out << " global_scale " << l.globalScale;
+      out << "\n";
+    });
+    r.model.forEachParam([&](const model::Param &p) {
+      out << "    " << p.name << " " << model::formatShape(p.shape) << " "
+          << model::dtypeName(p.dtype) << "\n";
+    });
+  }
+  return out.str();
+}
+
+nlohmann::json checkReportJson(const CheckReport &r) {
+  const model::ModelConfig &c = r.model.config;
+  nlohmann::json groups = nlohmann::json::array();
+  for (const WeightGroup &g : r.groups)
+    groups.push_back({{"role", g.role},
+                      {"format", g.format},
+                      {"count", g.count},
+                      {"params", g.params},
+                      {"bytes", g.bytes}});
+  nlohmann::json others = nlohmann::json::object();
+  for (const auto &[tp, bytes] : r.otherTensorParallel)
+    others[std::to_string(tp)] = bytes;
+  return {
+      {"spec", r.spec.specFile.string()},
+      {"valid", true},
+      {"target", r.spec.sku.name},
+      {"arch", std::string(spec::archName(r.spec.sku.arch))},
+      {"tensor_parallel_size", r.spec.tensorParallelSize},
+      {"model",
+       {{"dir", r.model.dir.string()},
+        {"architecture", model::familyArchitecture(c.family)},
+        {"num_hidden_layers", c.numHiddenLayers},
+        {"hidden_size", c.hiddenSize},
+        {"num_attention_heads", c.numAttentionHeads},
+        {"num_key_value_heads", c.numKeyValueHeads},
+        {"head_dim", c.headDim},
+        {"num_experts", c.numExperts},
+        {"num_experts_per_tok", c.numExpertsPerTok},
+        {"vocab_size", c.vocabSize},
+        {"max_position_embeddings", c.maxPositionEmbeddings}}},
+      {"max_model_len", r.maxModelLen},
+      {"quantization",
+       {{"format", model::quantFormatName(r.model.quant.format)},
+        {"source", r.model.quant.source},
+        {"algorithm", r.model.quant.algorithm}}},
+      {"has_weights", r.model.hasWeights()},
+      {"parameters", r.totalParams},
+      {"bytes", r.totalBytes},
+      {"weight_groups", groups},
+      {"weights_per_gpu",
+       {{"nvfp4_bytes", r.rankNvfp4Bytes},
+        {"dense_bytes", r.rankDenseBytes},
+        {"total_bytes", r.rankNvfp4Bytes + r.rankDenseBytes}}},
+      {"weights_per_gpu_at_other_tensor_parallel_sizes", others},
+      {"unused_tensors", r.model.unusedTensors}};
+}
+
+} // namespace volt::driver

@@ -1,0 +1,392 @@
+//===- MkModel.cpp - writes synthetic model directories ------------------===//
+#include "compiler/mkmodel/MkModel.h"
+
+#include "compiler/model/Safetensors.h"
+#include "runtime/numerics/Half.h"
+#include "runtime/numerics/Nvfp4.h"
+#include "runtime/support/Strings.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+namespace volt::mkmodel {
+namespace {
+
+using model::DType;
+using nlohmann::json;
+
+/// SplitMix64: small, fast, and good enough for test weights.
+class Rng {
+public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  float normal() {
+    double u1 = uniform(), u2 = uniform();
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1 + 1e-300)) *
+                              std::cos(6.283185307179586 * u2));
+  }
+
+private:
+  uint64_t state_;
+};
+
+/// Every tensor gets its own stream, seeded from the model seed and its
+/// name, so values do not depend on write order or sharding.
+Rng rngFor(uint64_t seed, const std::string &name) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : name)
+    h = (h ^ c) * 1099511628211ull;
+  return Rng(h);
+}
+
+/// Tensors above this size are written as holes in zeros mode.
+constexpr uint64_t kSmallTensorBytes = 1 << 16;
+
+struct PendingTensor {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes; ///< empty: zeros
+  uint64_t size() const {
+    uint64_t n = model::dtypeSize(dtype);
+    for (int64_t d : shape)
+      n *= static_cast<uint64_t>(d);
+    return n;
+  }
+};
+
+std::vector<uint8_t> bf16Bytes(std::span<const float> values) {
+  std::vector<uint8_t> out(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t b = floatToBf16(values[i]);
+    std::memcpy(&out[2 * i], &b, 2);
+  }
+  return out;
+}
+
+std::vector<uint8_t> f32Bytes(float v) {
+  std::vector<uint8_t> out(4);
+  std::memcpy(out.data(), &v, 4);
+  return out;
+}
+
+/// Builds the tensor list of a model in its family's names and the
+/// options' format.
+class Emitter {
+public:
+  Emitter(const Options &o, const model::ModelConfig &c) : o_(o), c_(c) {}
+
+  std::vector<PendingTensor> take() { return std::move(tensors_); }
+
+  /// A dense parameter: `base + spread * normal`.
+  void param(const std::string &name, std::vector<int64_t> shape, float base, float spread) {
+    PendingTensor t{name, DType::BF16, std::move(shape), {}};
+    if (!o_.zeros || t.size() <= kSmallTensorBytes || base != 0.0f) {
+      std::vector<float> v = values(name, t.size() / 2, base, spread);
+      t.bytes = bf16Bytes(v);
+    }
+    tensors_.push_back(std::move(t));
+  }
+
+  struct Part {
+    std::string module;
+    int64_t out, in;
+    bool bias = false;
+  };
+
+  /// Linear layers that a fused GEMM reads together (q/k/v, gate/up): in
+  /// ModelOpt exports they share one global scale.
+  void linears(const std::vector<Part> &parts, bool quantizable) {
+    bool quantize = quantizable && o_.format != Format::BF16;
+    if (!quantize) {
+      for (const Part &p : parts) {
+        param(p.module + ".weight", {p.out, p.in}, 0.0f, 1.0f / std::sqrt(float(p.in)));
+        if (p.bias)
+          param(p.module + ".bias", {p.out}, 0.0f, 0.1f);
+      }
+      return;
+    }
+    std::vector<std::vector<float>> weights;
+    float sharedAmax = 0.0f;
+    for (const Part &p : parts) {
+      if (o_.zeros) {
+        weights.emplace_back();
+        continue;
+      }
+      weights.push_back(values(p.module + ".weight", uint64_t(p.out * p.in), 0.0f,
+                               1.0f / std::sqrt(float(p.in))));
+      sharedAmax = std::max(sharedAmax, nvfp4::absMax(weights.back()));
+    }
+    bool shareGlobal = o_.format == Format::ModelOpt && sharedAmax > 0.0f;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Part &p = parts[i];
+      nvfp4::Quantized q;
+      if (!o_.zeros)
+        q = shareGlobal ? nvfp4::quantizeWithGlobalScale(
+                              weights[i], p.out, p.in,
+                              sharedAmax / (nvfp4::kE2M1Max * nvfp4::kE4M3Max))
+                        : nvfp4::quantize(weights[i], p.out, p.in);
+      bool ct = o_.format == Format::CompressedTensors;
+      tensors_.push_back({p.module + (ct ? ".weight_packed" : ".weight"), DType::U8,
+                          {p.out, p.in / 2}, std::move(q.packed)});
+      tensors_.push_back({p.module + ".weight_scale", DType::F8E4M3,
+                          {p.out, p.in / nvfp4::kBlockSize}, std::move(q.scales)});
+      if (ct) {
+        tensors_.push_back(
+            {p.module + ".weight_global_scale", DType::F32, {1}, f32Bytes(1.0f / q.globalScale)});
+        tensors_.push_back({p.module + ".input_global_scale", DType::F32, {1}, f32Bytes(1.0f)});
+      } else {
+        tensors_.push_back({p.module + ".weight_scale_2", DType::F32, {}, f32Bytes(q.globalScale)});
+        tensors_.push_back({p.module + ".input_scale", DType::F32, {}, f32Bytes(1.0f)});
+      }
+      if (p.bias)
+        param(p.module + ".bias", {p.out}, 0.0f, 0.1f);
+    }
+  }
+
+  void gatedMlp(const std::string &prefix, const char *gate, const char *up, const char *down,
+                int64_t width) {
+    int64_t h = c_.hiddenSize;
+    linears({{prefix + gate, width, h}, {prefix + up, width, h}}, true);
+    linears({{prefix + down, h, width}}, true);
+  }
+
+private:
+  std::vector<float> values(const std::string &name, uint64_t n, float base, float spread) {
+    Rng rng = rngFor(o_.seed, name);
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = base + spread * rng.normal();
+    return v;
+  }
+
+  const Options &o_;
+  const model::ModelConfig &c_;
+  std::vector<PendingTensor> tensors_;
+};
+
+std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConfig &c) {
+  Emitter e(o, c);
+  int64_t h = c.hiddenSize, hd = c.headDim;
+  e.param("model.embed_tokens.weight", {c.vocabSize, h}, 0.0f, 1.0f);
+  for (int64_t i = 0; i < c.numHiddenLayers; ++i) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    e.param(p + "input_layernorm.weight", {h}, 1.0f, 0.1f);
+    std::string a = p + "self_attn.";
+    e.linears({{a + "q_proj", c.numAttentionHeads * hd, h, c.qkvBias},
+               {a + "k_proj", c.numKeyValueHeads * hd, h, c.qkvBias},
+               {a + "v_proj", c.numKeyValueHeads * hd, h, c.qkvBias}},
+              true);
+    e.linears({{a + "o_proj", h, c.numAttentionHeads * hd}}, true);
+    if (c.qkNorm) {
+      e.param(a + "q_norm.weight", {hd}, 1.0f, 0.1f);
+      e.param(a + "k_norm.weight", {hd}, 1.0f, 0.1f);
+    }
+    e.param(p + "post_attention_layernorm.weight", {h}, 1.0f, 0.1f);
+    if (!c.isMoeLayer(i)) {
+      e.gatedMlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediateSize);
+      continue;
+    }
+    bool mixtral = c.family == model::Family::Mixtral;
+    std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    e.linears({{m + "gate", c.numExperts, h}}, false);
+    for (int64_t x = 0; x < c.numExperts; ++x) {
+      std::string ep = m + "experts." + std::to_string(x) + ".";
+      if (mixtral)
+        e.gatedMlp(ep, "w1", "w3", "w2", c.moeIntermediateSize);
+      else
+        e.gatedMlp(ep, "gate_proj", "up_proj", "down_proj", c.moeIntermediateSize);
+    }
+    if (c.sharedExpertIntermediateSize > 0) {
+      e.gatedMlp(m + "shared_expert.", "gate_proj", "up_proj", "down_proj",
+                 c.sharedExpertIntermediateSize);
+      e.linears({{m + "shared_expert_gate", 1, h}}, false);
+    }
+  }
+  e.param("model.norm.weight", {h}, 1.0f, 0.1f);
+  if (!c.tieWordEmbeddings)
+    e.linears({{"lm_head", c.vocabSize, h}}, false);
+  return e.take();
+}
+
+json excludeList(const model::ModelConfig &c, Format format) {
+  bool ct = format == Format::CompressedTensors;
+  json list = json::array({"lm_head"});
+  if (c.family == model::Family::Mixtral)
+    list.push_back(ct ? "re:.*block_sparse_moe\\.gate$" : "model.layers.*.block_sparse_moe.gate");
+  else if (c.isMoe())
+    list.push_back(ct ? "re:.*mlp\\.gate$" : "model.layers.*.mlp.gate");
+  if (c.sharedExpertIntermediateSize > 0)
+    list.push_back(ct ? "re:.*shared_expert_gate$" : "model.layers.*.mlp.shared_expert_gate");
+  return list;
+}
+
+Status writeText(const std::filesystem::path &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    return Error(path.string() + ": cannot create");
+  out << text;
+  out.close();
+  if (!out)
+    return Error(path.string() + ": cannot write");
+  return Status::success();
+}
+
+const char *kChatTemplate =
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+} // namespace
+
+const char *formatName(Format format) {
+  switch (format) {
+  case Format::ModelOpt:
+    return "modelopt";
+  case Format::CompressedTensors:
+    return "compressed-tensors";
+  case Format::BF16:
+    return "bf16";
+  }
+  return "?";
+}
+
+std::vector<std::string> formatNames() { return {"modelopt", "compressed-tensors", "bf16"}; }
+
+Result<Format> parseFormat(const std::string &name) {
+  for (Format f : {Format::ModelOpt, Format::CompressedTensors, Format::BF16})
+    if (name == formatName(f))
+      return f;
+  return Error("unknown format '" + name + "' (valid: " + joinList(formatNames()) + ")");
+}
+
+Result<Written> writeModelReport(const Options &o) {
+  auto configJson = presetConfig(o.family, o.preset);
+  if (!configJson)
+    return configJson.error();
+  if (o.preset != "tiny" && !o.configOnly && !o.zeros)
+    return Error("preset '" + o.preset + "' has the size of the published model; write it with "
+                 "--config-only or --zeros");
+  if (o.shards < 1)
+    return Error("--shards must be at least 1");
+  json config = *configJson;
+  auto parsed = model::parseModelConfig(config, "config.json");
+  if (!parsed)
+    return parsed.error();
+  const model::ModelConfig &c = *parsed;
+
+  std::error_code ec;
+  std::filesystem::create_directories(o.outDir, ec);
+  if (ec)
+    return Error(o.outDir.string() + ": cannot create directory: " + ec.message());
+  Written written;
+  auto emit = [&](const std::string &name, const json &j) -> Status {
+    std::filesystem::path path = o.outDir / name;
+    VOLT_RETURN_IF_ERROR(writeText(path, j.dump(2) + "\n"));
+    written.files.push_back(path);
+    return Status::success();
+  };
+
+  if (o.format == Format::CompressedTensors) {
+    json act = {{"num_bits", 4},         {"type", "float"},      {"strategy", "tensor_group"},
+                {"group_size", 16},      {"dynamic", "local"},   {"symmetric", true}};
+    json weights = {{"num_bits", 4},     {"type", "float"},      {"strategy", "tensor_group"},
+                    {"group_size", 16},  {"dynamic", false},     {"symmetric", true},
+                    {"observer", "minmax"}};
+    config["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"format", "nvfp4-pack-quantized"},
+        {"config_groups",
+         {{"group_0",
+           {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", act}}}}},
+        {"ignore", excludeList(c, o.format)},
+        {"quantization_status", "compressed"},
+        {"kv_cache_scheme", nullptr}};
+  } else if (o.format == Format::ModelOpt) {
+    json quant = {{"quant_algo", "NVFP4"},
+                  {"kv_cache_quant_algo", nullptr},
+                  {"group_size", 16},
+                  {"exclude_modules", excludeList(c, o.format)}};
+    if (o.modelOptInConfigJson) {
+      json inConfig = quant;
+      inConfig["quant_method"] = "modelopt";
+      config["quantization_config"] = inConfig;
+    } else {
+      VOLT_RETURN_IF_ERROR(emit("hf_quant_config.json",
+                                {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
+                                 {"quantization", quant}}));
+    }
+  }
+  VOLT_RETURN_IF_ERROR(emit("config.json", config));
+  if (o.configOnly)
+    return written;
+
+  if (o.preset == "tiny") {
+    VOLT_RETURN_IF_ERROR(emit("tokenizer.json", tinyTokenizer(c.vocabSize)));
+    VOLT_RETURN_IF_ERROR(emit("tokenizer_config.json",
+                              {{"tokenizer_class", "Qwen2Tokenizer"},
+                               {"bos_token", nullptr},
+                               {"eos_token", "<|im_end|>"},
+                               {"pad_token", "<|endoftext|>"},
+                               {"model_max_length", c.maxPositionEmbeddings},
+                               {"add_bos_token", false},
+                               {"add_prefix_space", false},
+                               {"clean_up_tokenization_spaces", false},
+                               {"chat_template", kChatTemplate}}));
+    VOLT_RETURN_IF_ERROR(emit("generation_config.json",
+                              {{"eos_token_id", {c.vocabSize - 1, c.vocabSize - 3}},
+                               {"pad_token_id", c.vocabSize - 3}}));
+  }
+
+  std::vector<PendingTensor> tensors = modelTensors(o, c);
+  uint64_t total = 0;
+  for (const PendingTensor &t : tensors)
+    total += t.size();
+  written.tensors = tensors.size();
+  written.dataBytes = total;
+
+  // Split in model order into shards of roughly equal size.
+  std::vector<model::SafetensorsWriter> writers(static_cast<size_t>(o.shards));
+  std::vector<std::string> owner(tensors.size());
+  uint64_t perShard = (total + o.shards - 1) / o.shards, cumulative = 0;
+  auto shardName = [&](size_t s) {
+    if (o.shards == 1)
+      return std::string("model.safetensors");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "model-%05zu-of-%05d.safetensors", s + 1, o.shards);
+    return std::string(buf);
+  };
+  json weightMap = json::object();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    PendingTensor &t = tensors[i];
+    size_t s = std::min<size_t>(perShard ? cumulative / perShard : 0, writers.size() - 1);
+    cumulative += t.size();
+    weightMap[t.name] = shardName(s);
+    if (t.bytes.empty() && t.size() > 0)
+      writers[s].addZeros(t.name, t.dtype, t.shape);
+    else
+      writers[s].add(t.name, t.dtype, t.shape, std::move(t.bytes));
+  }
+  for (size_t s = 0; s < writers.size(); ++s) {
+    writers[s].setMetadata("format", "pt");
+    std::filesystem::path path = o.outDir / shardName(s);
+    VOLT_RETURN_IF_ERROR(writers[s].write(path));
+    written.files.push_back(path);
+  }
+  if (o.shards > 1)
+    VOLT_RETURN_IF_ERROR(emit("model.safetensors.index.json",
+                              {{"metadata", {{"total_size", total}}}, {"weight_map", weightMap}}));
+  return written;
+}
+
+Status writeModel(const Options &options) { return writeModelReport(options).status(); }
+
+} // namespace volt::mkmodel

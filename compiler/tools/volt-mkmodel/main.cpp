@@ -1,0 +1,53 @@
+//===- volt-mkmodel - write synthetic checkpoints -------------------------===//
+#include "compiler/mkmodel/MkModel.h"
+
+#include "runtime/support/Strings.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+int main(int argc, char **argv) {
+  CLI::App app{"volt-mkmodel: write a small synthetic Hugging Face model directory "
+               "(deterministic from --seed) in any format volt reads"};
+  volt::mkmodel::Options o;
+  std::string format = "modelopt", out;
+  app.add_option("--family", o.family, "qwen3-moe, qwen2-moe, mixtral, qwen3 or llama")
+      ->capture_default_str();
+  app.add_option("--format", format, "modelopt, compressed-tensors or bf16")
+      ->capture_default_str();
+  app.add_option("--preset", o.preset,
+                 "tiny, or a published model's shape: " +
+                     volt::joinList(volt::mkmodel::presetNames()))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of the weights")->capture_default_str();
+  app.add_option("--shards", o.shards, "number of safetensors files (with an index above 1)")
+      ->capture_default_str();
+  app.add_flag("--config-only", o.configOnly,
+               "write config.json and the quantization config only (no weights)");
+  app.add_flag("--zeros", o.zeros,
+               "write large tensors as all-zero file holes (for published-model presets)");
+  app.add_flag("--modelopt-config-json", o.modelOptInConfigJson,
+               "ModelOpt: put the quantization config in config.json (newer exports) instead "
+               "of hf_quant_config.json");
+  app.add_option("-o,--out", out, "output directory")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  auto f = volt::mkmodel::parseFormat(format);
+  if (!f) {
+    std::fprintf(stderr, "volt-mkmodel: error: %s\n", f.message().c_str());
+    return 1;
+  }
+  o.format = *f;
+  o.outDir = out;
+  auto written = volt::mkmodel::writeModelReport(o);
+  if (!written) {
+    std::fprintf(stderr, "volt-mkmodel: error: %s\n", written.message().c_str());
+    return 1;
+  }
+  std::printf("wrote %s: %s %s (%s), %zu tensors, %s of weights in %zu files\n", out.c_str(),
+              o.family.c_str(), volt::mkmodel::formatName(o.format), o.preset.c_str(),
+              written->tensors, volt::formatBytes(written->dataBytes).c_str(),
+              written->files.size());
+  return 0;
+}

@@ -1,0 +1,136 @@
+// config.json: every family, and the options that must be rejected by name.
+#include "compiler/mkmodel/MkModel.h"
+#include "compiler/model/ModelConfig.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace volt::model {
+namespace {
+
+nlohmann::json preset(const std::string &family, const std::string &name = "tiny") {
+  auto c = mkmodel::presetConfig(family, name);
+  EXPECT_TRUE(c.ok()) << c.message();
+  return *c;
+}
+
+std::string errorOf(const nlohmann::json &j) {
+  auto c = parseModelConfig(j, "config.json");
+  return c.ok() ? "" : c.message();
+}
+
+TEST(ModelConfig, PublishedQwen3MoeShape) {
+  auto c = parseModelConfig(preset("qwen3-moe", "qwen3-30b-a3b"), "config.json");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->family, Family::Qwen3Moe);
+  EXPECT_EQ(c->numHiddenLayers, 48);
+  EXPECT_EQ(c->numExperts, 128);
+  EXPECT_EQ(c->numExpertsPerTok, 8);
+  EXPECT_EQ(c->headDim, 128);
+  EXPECT_TRUE(c->qkNorm);
+  EXPECT_TRUE(c->normTopkProb);
+  EXPECT_FALSE(c->qkvBias);
+  EXPECT_TRUE(c->isMoeLayer(0));
+  EXPECT_EQ(c->queryGroupSize(), 8);
+}
+
+TEST(ModelConfig, FamilyConventions) {
+  auto q2 = parseModelConfig(preset("qwen2-moe", "qwen2-57b-a14b"), "config.json");
+  ASSERT_TRUE(q2.ok()) << q2.message();
+  EXPECT_TRUE(q2->qkvBias);
+  EXPECT_EQ(q2->sharedExpertIntermediateSize, 20480);
+  EXPECT_EQ(q2->headDim, 128) << "head_dim absent: hidden_size / heads";
+  auto mx = parseModelConfig(preset("mixtral", "mixtral-8x7b"), "config.json");
+  ASSERT_TRUE(mx.ok()) << mx.message();
+  EXPECT_EQ(mx->numExperts, 8);
+  EXPECT_EQ(mx->moeIntermediateSize, 14336);
+  EXPECT_TRUE(mx->normTopkProb) << "Mixtral always renormalises";
+  auto dense = parseModelConfig(preset("qwen3", "qwen3-32b"), "config.json");
+  ASSERT_TRUE(dense.ok()) << dense.message();
+  EXPECT_FALSE(dense->isMoe());
+  EXPECT_FALSE(dense->isMoeLayer(3));
+  for (const char *f : {"qwen3-moe", "qwen2-moe", "mixtral", "qwen3", "llama"})
+    EXPECT_TRUE(parseModelConfig(preset(f), "config.json").ok()) << f;
+}
+
+TEST(ModelConfig, MoeLayerPlacement) {
+  auto j = preset("qwen3-moe");
+  j["decoder_sparse_step"] = 2;
+  j["mlp_only_layers"] = {1};
+  j["num_hidden_layers"] = 6;
+  auto c = parseModelConfig(j, "config.json");
+  ASSERT_TRUE(c.ok()) << c.message();
+  // (i + 1) % 2 == 0 and not in mlp_only_layers
+  std::vector<bool> want = {false, false, false, true, false, true};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(c->isMoeLayer(i), want[i]) << "layer " << i;
+}
+
+TEST(ModelConfig, UnknownArchitecture) {
+  auto j = preset("llama");
+  j["architectures"] = {"GPT2LMHeadModel"};
+  std::string e = errorOf(j);
+  EXPECT_NE(e.find("unsupported architecture 'GPT2LMHeadModel'"), std::string::npos) << e;
+  EXPECT_NE(e.find("Qwen3MoeForCausalLM"), std::string::npos) << "lists the supported ones";
+}
+
+TEST(ModelConfig, MissingAndMistypedFields) {
+  auto j = preset("qwen3-moe");
+  j.erase("hidden_size");
+  EXPECT_NE(errorOf(j).find("missing field 'hidden_size'"), std::string::npos) << errorOf(j);
+  j = preset("qwen3-moe");
+  j["num_experts"] = "many";
+  EXPECT_NE(errorOf(j).find("field 'num_experts': expected a positive integer, found string"),
+            std::string::npos)
+      << errorOf(j);
+  j = preset("qwen3-moe");
+  j["num_attention_heads"] = 0;
+  EXPECT_NE(errorOf(j).find("num_attention_heads"), std::string::npos);
+  j = preset("qwen3-moe");
+  j["norm_topk_prob"] = 1;
+  EXPECT_NE(errorOf(j).find("expected true or false"), std::string::npos) << errorOf(j);
+  EXPECT_NE(errorOf(nlohmann::json::array()).find("JSON object"), std::string::npos);
+}
+
+TEST(ModelConfig, UnsupportedOptionsAreRejectedByName) {
+  auto j = preset("qwen3-moe");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  EXPECT_NE(errorOf(j).find("RoPE scaling type 'yarn' is not supported"), std::string::npos)
+      << errorOf(j);
+  j = preset("llama");
+  j["hidden_act"] = "gelu";
+  EXPECT_NE(errorOf(j).find("activation 'gelu'"), std::string::npos) << errorOf(j);
+  j = preset("qwen2-moe");
+  j["use_sliding_window"] = true;
+  EXPECT_NE(errorOf(j).find("sliding-window"), std::string::npos) << errorOf(j);
+  j = preset("mixtral");
+  j["sliding_window"] = 4096;
+  j["max_position_embeddings"] = 32768;
+  EXPECT_NE(errorOf(j).find("sliding-window"), std::string::npos) << errorOf(j);
+  j = preset("llama");
+  j["attention_bias"] = true;
+  EXPECT_NE(errorOf(j).find("attention biases"), std::string::npos) << errorOf(j);
+  j = preset("llama");
+  j["torch_dtype"] = "float8_e4m3fn";
+  EXPECT_NE(errorOf(j).find("unsupported dtype 'float8_e4m3fn'"), std::string::npos)
+      << errorOf(j);
+}
+
+TEST(ModelConfig, InconsistentShapes) {
+  auto j = preset("qwen3-moe");
+  j["num_key_value_heads"] = 3;
+  EXPECT_NE(errorOf(j).find("not a multiple of num_key_value_heads 3"), std::string::npos)
+      << errorOf(j);
+  j = preset("qwen3-moe");
+  j["num_experts_per_tok"] = 9;
+  EXPECT_NE(errorOf(j).find("exceeds the number of experts"), std::string::npos) << errorOf(j);
+  j = preset("qwen3-moe");
+  j["mlp_only_layers"] = {7};
+  EXPECT_NE(errorOf(j).find("layer 7 is outside"), std::string::npos) << errorOf(j);
+  j = preset("qwen3-moe");
+  j["intermediate_size"] = 0;
+  EXPECT_NE(errorOf(j).find("dense MLP layer"), std::string::npos) << errorOf(j);
+}
+
+} // namespace
+} // namespace volt::model

@@ -1,0 +1,284 @@
+// Binding checkpoints to the model: every family in every format, config
+// only, and each broken-checkpoint case named by its tensor.
+#include "compiler/mkmodel/MkModel.h"
+#include "compiler/model/Model.h"
+#include "runtime/numerics/Half.h"
+#include "runtime/numerics/Nvfp4.h"
+
+#include "TestFiles.h"
+
+#include <cmath>
+#include <cstring>
+#include <gtest/gtest.h>
+
+namespace volt::model {
+namespace {
+
+using testing::EditableTensor;
+using testing::freshDir;
+using testing::rewrite;
+
+std::filesystem::path writeModelDir(const std::string &family, mkmodel::Format format,
+                                    bool configOnly = false, uint64_t seed = 0) {
+  auto dir = freshDir(std::string("ml-") + family + "-" + mkmodel::formatName(format) +
+                      (configOnly ? "-config" : ""));
+  mkmodel::Options o;
+  o.family = family;
+  o.format = format;
+  o.configOnly = configOnly;
+  o.seed = seed;
+  o.outDir = dir;
+  auto st = mkmodel::writeModel(o);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return dir;
+}
+
+struct Counts {
+  int nvfp4 = 0, dense = 0;
+};
+
+Counts count(const Model &m) {
+  Counts c;
+  m.forEachLinear([&](const Linear &l) { (l.isNvfp4() ? c.nvfp4 : c.dense)++; });
+  return c;
+}
+
+class EveryFamilyAndFormat
+    : public ::testing::TestWithParam<std::tuple<std::string, mkmodel::Format>> {};
+
+TEST_P(EveryFamilyAndFormat, LoadsWithEveryWeightBound) {
+  auto [family, format] = GetParam();
+  auto dir = writeModelDir(family, format);
+  auto m = loadModel(dir, LoadOptions{true});
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_TRUE(m->hasWeights());
+  EXPECT_TRUE(m->unusedTensors.empty()) << m->unusedTensors.front();
+  Counts c = count(*m);
+  if (format == mkmodel::Format::BF16) {
+    EXPECT_EQ(c.nvfp4, 0);
+  } else {
+    EXPECT_GT(c.nvfp4, 0);
+    // Routers, the shared-expert gate and the LM head stay dense.
+    m->forEachLinear([&](const Linear &l) {
+      bool excluded = l.module == "lm_head" || l.module.ends_with(".gate") ||
+                      l.module.ends_with("shared_expert_gate");
+      EXPECT_EQ(l.isNvfp4(), !excluded) << l.module;
+      if (l.isNvfp4()) {
+        EXPECT_GT(l.globalScale, 0.0f);
+        EXPECT_NE(l.blockScales, nullptr);
+      }
+    });
+  }
+  // Config-only: the same architecture with formats predicted from the claim.
+  auto predicted = loadModel(writeModelDir(family, format, true));
+  ASSERT_TRUE(predicted.ok()) << predicted.message();
+  EXPECT_FALSE(predicted->hasWeights());
+  Counts p = count(*predicted);
+  EXPECT_EQ(p.nvfp4, c.nvfp4);
+  EXPECT_EQ(p.dense, c.dense);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Model, EveryFamilyAndFormat,
+    ::testing::Combine(::testing::Values("qwen3-moe", "qwen2-moe", "mixtral", "qwen3", "llama"),
+                       ::testing::Values(mkmodel::Format::ModelOpt,
+                                         mkmodel::Format::CompressedTensors,
+                                         mkmodel::Format::BF16)),
+    [](const auto &info) {
+      std::string name = std::get<0>(info.param) + "_" + mkmodel::formatName(std::get<1>(info.param));
+      for (char &ch : name)
+        if (!std::isalnum(static_cast<unsigned char>(ch)))
+          ch = '_';
+      return name;
+    });
+
+std::vector<float> dequantized(const Linear &l) {
+  std::vector<float> out(static_cast<size_t>(l.outFeatures * l.inFeatures));
+  auto data = l.weight->data();
+  if (!l.isNvfp4()) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      uint16_t b;
+      std::memcpy(&b, data.data() + 2 * i, 2);
+      out[i] = bf16ToFloat(b);
+    }
+    return out;
+  }
+  auto scales = l.blockScales->data();
+  int64_t k = l.inFeatures;
+  for (int64_t r = 0; r < l.outFeatures; ++r)
+    nvfp4::dequantizeRow(data.subspan(r * k / 2, k / 2), scales.subspan(r * k / 16, k / 16),
+                         l.globalScale, std::span(out).subspan(r * k, k));
+  return out;
+}
+
+TEST(ModelLoader, BothNvfp4ConventionsDecodeToTheSameWeights) {
+  // The same seed gives the same BF16 weights; both quantized forms must
+  // decode close to them, and ModelOpt's multiplier and compressed-tensors'
+  // divisor must come out as the same convention.
+  auto bf16 = loadModel(writeModelDir("qwen2-moe", mkmodel::Format::BF16));
+  auto mo = loadModel(writeModelDir("qwen2-moe", mkmodel::Format::ModelOpt));
+  auto ct = loadModel(writeModelDir("qwen2-moe", mkmodel::Format::CompressedTensors));
+  ASSERT_TRUE(bf16.ok() && mo.ok() && ct.ok());
+  const Linear &ref = bf16->layers[0].experts[3].down;
+  const Linear &a = mo->layers[0].experts[3].down;
+  const Linear &b = ct->layers[0].experts[3].down;
+  std::vector<float> w = dequantized(ref), wa = dequantized(a), wb = dequantized(b);
+  float amax = nvfp4::absMax(w);
+  for (size_t i = 0; i < w.size(); ++i) {
+    // NVFP4's error is at most half a step of the block's scale; bound it
+    // loosely by amax / 6 (the largest block scale times 1).
+    EXPECT_NEAR(wa[i], w[i], amax / 6.0f) << i;
+    EXPECT_NEAR(wb[i], wa[i], std::fabs(wa[i]) * 1e-6f + 1e-12f) << i;
+  }
+}
+
+TEST(ModelLoader, ConfigOnlyQwen3_30B_Shapes) {
+  auto dir = freshDir("ml-30b");
+  mkmodel::Options o;
+  o.preset = "qwen3-30b-a3b";
+  o.configOnly = true;
+  o.outDir = dir;
+  ASSERT_TRUE(mkmodel::writeModel(o).ok());
+  auto m = loadModel(dir);
+  ASSERT_TRUE(m.ok()) << m.message();
+  uint64_t params = 0, bytes = 0;
+  m->forEachLinear([&](const Linear &l) {
+    params += l.numParams();
+    bytes += l.bytes();
+  });
+  m->forEachParam([&](const Param &p) {
+    params += p.numElements();
+    bytes += p.numElements() * 2;
+  });
+  // Qwen3-30B-A3B has 30.5 B parameters; NVFP4 with BF16 embeddings, LM head
+  // and routers is ~17-18 GB.
+  EXPECT_NEAR(static_cast<double>(params) / 1e9, 30.5, 0.2);
+  EXPECT_GT(bytes, 16'000'000'000ull);
+  EXPECT_LT(bytes, 19'000'000'000ull);
+}
+
+/// Writes a tiny ModelOpt qwen3-moe model and edits its one file.
+std::filesystem::path brokenModel(const std::string &name,
+                                  const std::function<bool(EditableTensor &)> &edit) {
+  auto dir = writeModelDir("qwen3-moe", mkmodel::Format::ModelOpt);
+  auto target = freshDir("ml-broken-" + name);
+  for (const auto &e : std::filesystem::directory_iterator(dir))
+    std::filesystem::copy(e.path(), target / e.path().filename());
+  rewrite(target / "model.safetensors", edit);
+  return target;
+}
+
+void expectLoadError(const std::filesystem::path &dir, const std::string &words,
+                     bool verify = false) {
+  auto m = loadModel(dir, LoadOptions{verify});
+  ASSERT_FALSE(m.ok()) << "expected: " << words;
+  EXPECT_NE(m.message().find(words), std::string::npos) << m.message();
+}
+
+const std::string kExpert = "model.layers.0.mlp.experts.2.up_proj";
+
+TEST(ModelLoader, MissingTensor) {
+  auto dir = brokenModel("missing", [](EditableTensor &t) {
+    return t.name != "model.layers.2.self_attn.k_norm.weight";
+  });
+  expectLoadError(dir, "missing tensor 'model.layers.2.self_attn.k_norm.weight'");
+}
+
+TEST(ModelLoader, PackedWeightWithoutBlockScales) {
+  auto dir = brokenModel("noscale", [](EditableTensor &t) {
+    return t.name != kExpert + ".weight_scale";
+  });
+  expectLoadError(dir, "'" + kExpert + ".weight' (in ");
+  expectLoadError(dir, "has no '" + kExpert + ".weight_scale' sibling");
+}
+
+TEST(ModelLoader, PackedWeightWithoutGlobalScale) {
+  auto dir = brokenModel("noglobal", [](EditableTensor &t) {
+    return t.name != kExpert + ".weight_scale_2";
+  });
+  expectLoadError(dir, "has no '" + kExpert + ".weight_scale_2' sibling (global scale)");
+}
+
+TEST(ModelLoader, NanAndNegativeBlockScales) {
+  auto nan = brokenModel("nan", [](EditableTensor &t) {
+    if (t.name == kExpert + ".weight_scale")
+      t.bytes[5] = 0x7F;
+    return true;
+  });
+  expectLoadError(nan, "block scale at [1, 1] is NaN", true);
+  EXPECT_TRUE(loadModel(nan).ok()) << "block scales are read only with verifyData";
+  auto negative = brokenModel("neg", [](EditableTensor &t) {
+    if (t.name == kExpert + ".weight_scale")
+      t.bytes[t.bytes.size() - 1] = 0xB8; // -1.0
+    return true;
+  });
+  expectLoadError(negative, "is negative (-1", true);
+}
+
+TEST(ModelLoader, BadGlobalScale) {
+  auto dir = brokenModel("zeroglobal", [](EditableTensor &t) {
+    if (t.name == kExpert + ".weight_scale_2")
+      std::fill(t.bytes.begin(), t.bytes.end(), 0);
+    return true;
+  });
+  expectLoadError(dir, "global scale must be a positive finite number");
+}
+
+TEST(ModelLoader, ShapeAndDtypeMismatches) {
+  auto shape = brokenModel("shape", [](EditableTensor &t) {
+    if (t.name == "model.norm.weight")
+      t.shape = {t.shape[0] / 2, 2};
+    return true;
+  });
+  expectLoadError(shape, "'model.norm.weight' (in ");
+  expectLoadError(shape, "shape [32, 2], expected [64]");
+  auto packed = brokenModel("packedshape", [](EditableTensor &t) {
+    if (t.name == kExpert + ".weight")
+      t.shape = {t.shape[1], t.shape[0]};
+    return true;
+  });
+  expectLoadError(packed, "expected [64, 32] for a [64, 64] NVFP4 weight");
+  auto dtype = brokenModel("dtype", [](EditableTensor &t) {
+    if (t.name == kExpert + ".weight_scale")
+      t.dtype = DType::U8;
+    return true;
+  });
+  expectLoadError(dtype, "block scales must be F8_E4M3, found U8");
+}
+
+TEST(ModelLoader, AwqIsRejectedByName) {
+  auto dir = brokenModel("awq", [](EditableTensor &t) { return true; });
+  rewrite(dir / "model.safetensors", [&](EditableTensor &t) {
+    if (t.name == kExpert + ".input_scale")
+      t.name = kExpert + ".pre_quant_scale";
+    return true;
+  });
+  expectLoadError(dir, "AWQ");
+}
+
+TEST(ModelLoader, UnknownTensorsAreReportedNotFatal) {
+  // An input scale (which volt ignores anyway) becomes an unknown tensor.
+  auto dir = brokenModel("extra", [](EditableTensor &t) {
+    if (t.name == "model.layers.0.self_attn.o_proj.input_scale")
+      t.name = "mtp.fc.input_scale_x";
+    return true;
+  });
+  auto m = loadModel(dir);
+  ASSERT_TRUE(m.ok()) << m.message();
+  ASSERT_EQ(m->unusedTensors.size(), 1u);
+  EXPECT_EQ(m->unusedTensors[0], "mtp.fc.input_scale_x");
+}
+
+TEST(ModelLoader, MissingModelDirectoryAndConfig) {
+  auto m = loadModel("/nonexistent/volt-model");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("/nonexistent/volt-model: model directory not found"),
+            std::string::npos);
+  auto empty = freshDir("ml-noconfig");
+  m = loadModel(empty);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("config.json: not found"), std::string::npos) << m.message();
+}
+
+} // namespace
+} // namespace volt::model

@@ -7,24 +7,43 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
-#include <regex>
 #include <sstream>
 
 namespace volt::driver {
 namespace {
 
-/// "model.layers.3.mlp.experts.17.up_proj" -> "mlp.experts.*.up_proj".
-std::string roleOf(const std::string &name) {
-  static const std::regex layer(R"(^model\.layers\.\d+\.)");
-  static const std::regex expert(R"(\.experts\.\d+\.)");
-  std::string role = std::regex_replace(name, layer, "");
-  role = std::regex_replace(role, expert, ".experts.*.");
-  if (role.rfind("model.", 0) == 0)
-    role = role.substr(6);
-  for (const char *suffix : {".weight"})
-    if (role.size() > std::strlen(suffix) &&
-        role.compare(role.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
-      role.resize(role.size() - std::strlen(suffix));
+/// Drops "<prefix><digits>." at the start of `s` if present.
+bool dropIndexed(std::string_view &s, std::string_view prefix) {
+  if (s.substr(0, prefix.size()) != prefix)
+    return false;
+  size_t i = prefix.size();
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+    ++i;
+  if (i == prefix.size() || i >= s.size() || s[i] != '.')
+    return false;
+  s.remove_prefix(i + 1);
+  return true;
+}
+
+/// "model.layers.3.mlp.experts.17.up_proj.weight" -> "mlp.experts.*.up_proj".
+std::string roleOf(std::string_view name) {
+  if (!dropIndexed(name, "model.layers.") && name.substr(0, 6) == "model.")
+    name.remove_prefix(6);
+  if (name.size() > 7 && name.substr(name.size() - 7) == ".weight")
+    name.remove_suffix(7);
+  std::string role;
+  // Collapse "experts.<n>." wherever it appears.
+  while (!name.empty()) {
+    size_t dot = name.find('.');
+    std::string_view part = name.substr(0, dot);
+    role += part;
+    if (dot == std::string_view::npos)
+      break;
+    name.remove_prefix(dot + 1);
+    role += '.';
+    if (part == "experts" && dropIndexed(name, ""))
+      role += "*.";
+  }
   return role;
 }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 namespace volt::model {
 namespace {
@@ -102,29 +101,38 @@ Result<Checkpoint> Checkpoint::open(const std::filesystem::path &modelDir) {
     ckpt.files_.push_back(std::move(*file));
   }
 
+  // tensor -> the shard the index assigns it to
+  std::unordered_map<std::string_view, std::string_view> assignedShard;
+  size_t expectedTensors = 0;
+  for (const auto &[name, tensors] : shards) {
+    expectedTensors += tensors.size();
+    for (const std::string &t : tensors)
+      assignedShard.emplace(t, name);
+  }
+  ckpt.byName_.reserve(fromIndex ? expectedTensors : 1024);
+
   // files_ was filled in the order of `shards`.
   auto shard = shards.begin();
   for (size_t f = 0; f < ckpt.files_.size(); ++f, ++shard) {
     const SafetensorsFile &file = *ckpt.files_[f];
-    const std::vector<std::string> &assigned = shard->second;
-    std::set<std::string> assignedSet(assigned.begin(), assigned.end());
-    std::set<std::string> inFile;
+    size_t found = 0;
     for (const TensorEntry &entry : file.header().tensors) {
-      inFile.insert(entry.name);
       if (fromIndex) {
         // The index decides which file a tensor comes from.
-        if (!assignedSet.count(entry.name))
+        auto it = assignedShard.find(entry.name);
+        if (it == assignedShard.end() || it->second != shard->first)
           continue;
+        ++found;
       }
-      if (ckpt.byName_.count(entry.name))
+      auto [slot, inserted] = ckpt.byName_.emplace(entry.name, ckpt.tensors_.size());
+      if (!inserted)
         return Error(file.path() + ": tensor '" + entry.name + "' also appears in " +
-                     ckpt.tensors_[ckpt.byName_[entry.name]].file->path());
-      ckpt.byName_[entry.name] = ckpt.tensors_.size();
+                     ckpt.tensors_[slot->second].file->path());
       ckpt.tensors_.push_back(Tensor{&entry, &file});
     }
-    if (fromIndex) {
-      for (const std::string &t : assigned)
-        if (!inFile.count(t))
+    if (fromIndex && found != shard->second.size()) {
+      for (const std::string &t : shard->second)
+        if (!ckpt.byName_.count(t))
           return Error(file.path() + ": tensor '" + t +
                        "' is listed in model.safetensors.index.json for this shard but the "
                        "shard does not hold it");

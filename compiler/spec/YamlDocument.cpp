@@ -1,0 +1,225 @@
+//===- YamlDocument.cpp ---------------------------------------------------===//
+#include "compiler/spec/YamlDocument.h"
+
+#include <cstdio>
+#include <fstream>
+#include <system_error>
+#include <vector>
+
+namespace volt::spec {
+
+Result<std::string> readTextFile(const std::filesystem::path &path, size_t maxBytes) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return Error("cannot read '" + path.string() + "': no such file");
+  if (std::filesystem::is_directory(status))
+    return Error("cannot read '" + path.string() + "': it is a directory, not a file");
+  // Devices and pipes could block or never end.
+  if (!std::filesystem::is_regular_file(status))
+    return Error("cannot read '" + path.string() + "': not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error("cannot read '" + path.string() + "': cannot open it for reading");
+  // Read one byte past the cap rather than trusting the size the file system
+  // reports (files under /proc report 0).
+  std::string text(maxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad())
+    return Error("cannot read '" + path.string() + "': read error");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > maxBytes) {
+    // Built piecewise: GCC 12 warns falsely (-Wrestrict) on "'" + string&&.
+    std::string message = "'";
+    message += path.string();
+    message += "' is larger than " + std::to_string(maxBytes) +
+               " bytes; a spec or SKU file is a few kilobytes";
+    return Error(message);
+  }
+  return text;
+}
+
+namespace {
+
+bool isBlank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+} // namespace
+
+std::optional<SourceLocation> findExcessiveNesting(std::string_view text, int limit) {
+  enum class Quote { None, Single, Double } quote = Quote::None;
+  int flowDepth = 0;
+  std::vector<size_t> indents; // open block levels, by indentation column
+  int lineNo = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    ++lineNo;
+
+    size_t i = 0;
+    if (quote == Quote::None && flowDepth == 0) {
+      while (i < line.size() && line[i] == ' ')
+        ++i;
+      bool contentLine = i < line.size() && line[i] != '#' && line[i] != '\r';
+      if (contentLine) {
+        while (!indents.empty() && indents.back() > i)
+          indents.pop_back();
+        if (indents.empty() || indents.back() < i)
+          indents.push_back(i);
+      }
+    }
+    int lineIndicators = 0;
+    // The last significant character before a scalar may start; '\0' is the
+    // start of the line. Quotes open a scalar only in that position.
+    char previous = '\0';
+    bool previousWordIsProperty = false; // a tag (!x) or anchor (&x)
+    size_t wordStart = i;
+    for (; i < line.size(); ++i) {
+      char c = line[i];
+      if (quote == Quote::Double) {
+        if (c == '\\')
+          ++i;
+        else if (c == '"')
+          quote = Quote::None, previous = 'x';
+        continue;
+      }
+      if (quote == Quote::Single) {
+        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'')
+          ++i;
+        else if (c == '\'')
+          quote = Quote::None, previous = 'x';
+        continue;
+      }
+      if (isBlank(c)) {
+        if (wordStart < i)
+          previousWordIsProperty = line[wordStart] == '!' || line[wordStart] == '&';
+        wordStart = i + 1;
+        continue;
+      }
+      bool atScalarStart = previous == '\0' ||
+                           std::string_view("[{,:-?").find(previous) != std::string_view::npos ||
+                           previousWordIsProperty;
+      bool followedByBlank = i + 1 >= line.size() || isBlank(line[i + 1]);
+      if (c == '#' && (i == 0 || isBlank(line[i - 1])))
+        break; // comment
+      if ((c == '"' || c == '\'') && atScalarStart && wordStart == i) {
+        quote = c == '"' ? Quote::Double : Quote::Single;
+        continue;
+      }
+      if (c == '[' || c == '{') {
+        ++flowDepth;
+      } else if (c == ']' || c == '}') {
+        if (flowDepth > 0)
+          --flowDepth;
+      } else if ((c == '-' || c == '?' || c == ':') && followedByBlank) {
+        ++lineIndicators;
+      }
+      previous = c;
+      previousWordIsProperty = false;
+      if (std::string_view("[]{},").find(c) != std::string_view::npos)
+        wordStart = i + 1;
+      int depth = static_cast<int>(indents.size()) + lineIndicators + flowDepth;
+      if (depth > limit)
+        return SourceLocation{lineNo, static_cast<int>(i) + 1};
+    }
+    pos = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<YAML::Node> parseYamlDocument(std::string_view text, Diagnostics &diags) {
+  if (text.size() > kMaxYamlBytes) {
+    diags.error({}, "file is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                        std::to_string(kMaxYamlBytes) + "; a spec or SKU file is a few kilobytes");
+    return std::nullopt;
+  }
+  if (auto where = findExcessiveNesting(text, kMaxYamlNesting)) {
+    diags.error(*where, "yaml nested deeper than " + std::to_string(kMaxYamlNesting) +
+                            " levels; a spec or SKU file nests three levels at most");
+    return std::nullopt;
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::ParserException &e) {
+    SourceLocation where;
+    if (!e.mark.is_null())
+      where = {e.mark.line + 1, e.mark.column + 1};
+    diags.error(where, "invalid yaml: " + e.msg);
+    return std::nullopt;
+  } catch (const std::exception &e) {
+    diags.error({}, std::string("invalid yaml: ") + e.what());
+    return std::nullopt;
+  }
+  if (documents.empty()) {
+    diags.error({}, "the file is empty; expected a mapping of keys to values");
+    return std::nullopt;
+  }
+  if (documents.size() > 1) {
+    diags.error(locationOf(documents[1]), "expected one yaml document, found " +
+                                              std::to_string(documents.size()) +
+                                              " (remove the extra '---' sections)");
+    return std::nullopt;
+  }
+  return documents.front();
+}
+
+SourceLocation locationOf(const YAML::Node &node, SourceLocation fallback) {
+  YAML::Mark mark = node.Mark();
+  if (mark.is_null() || node.IsNull())
+    return fallback;
+  return {mark.line + 1, mark.column + 1};
+}
+
+std::string quoteForMessage(std::string_view text, char quote) {
+  constexpr size_t kMaxShown = 60;
+  std::string out(1, quote);
+  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMaxShown)
+    out += "...";
+  out += quote;
+  return out;
+}
+
+bool isPlainScalar(const YAML::Node &node) {
+  if (!node.IsScalar())
+    return false;
+  const std::string &tag = node.Tag();
+  if (tag == "?")
+    return true;
+  // Explicit core-schema tags (!!int 5) still read as what they say.
+  static const std::string kCore = "tag:yaml.org,2002:";
+  return tag.rfind(kCore, 0) == 0 && tag != kCore + "str";
+}
+
+std::string describeNode(const YAML::Node &node) {
+  switch (node.Type()) {
+  case YAML::NodeType::Undefined:
+  case YAML::NodeType::Null:
+    return "an empty value";
+  case YAML::NodeType::Sequence:
+    return "a sequence";
+  case YAML::NodeType::Map:
+    return "a mapping";
+  case YAML::NodeType::Scalar:
+    break;
+  }
+  if (isPlainScalar(node))
+    return quoteForMessage(node.Scalar());
+  return "the string " + quoteForMessage(node.Scalar(), '"');
+}
+
+} // namespace volt::spec

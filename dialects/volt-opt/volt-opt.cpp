@@ -1,0 +1,20 @@
+//===- volt-opt - the MLIR pass driver for volt's dialects ---------------===//
+//
+// Parses volt/vexec IR, runs passes by flag, prints the result: what lit
+// tests and debugging use to look at one pass at a time.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Volt/VoltDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  registry.insert<volt::ir::VoltDialect, mlir::func::FuncDialect>();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "volt pass driver\n", registry));
+}

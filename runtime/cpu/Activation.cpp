@@ -1,0 +1,50 @@
+//===- Activation.cpp -----------------------------------------------------===//
+#include "runtime/cpu/Activation.h"
+
+#include "runtime/cpu/Kernels.h"
+#include "runtime/numerics/Half.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+namespace volt::cpu {
+
+void siluMul(const SiluMulParams &params, const uint16_t *in, uint16_t *out, ThreadPool &pool) {
+  const int64_t dim = params.dim;
+  assert(dim > 0 && params.rows >= 0);
+  pool.parallelFor(params.rows, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
+    std::vector<float> x(static_cast<size_t>(2 * dim));
+    for (int64_t r = begin; r < end; ++r) {
+      detail::halfToFloat(in + r * 2 * dim, x.data(), 2 * dim);
+      for (int64_t i = 0; i < dim; ++i) {
+        float g = x[static_cast<size_t>(i)], u = x[static_cast<size_t>(dim + i)];
+        out[r * dim + i] = floatToHalf(g / (1.0f + std::exp(-g)) * u);
+      }
+    }
+  });
+}
+
+void sigmoidGateAdd(const SigmoidGateAddParams &params, uint16_t *out, const uint16_t *value,
+                    const void *gate, ThreadPool &pool) {
+  const int64_t dim = params.dim;
+  assert(dim > 0 && params.tokens >= 0);
+  pool.parallelFor(
+      params.tokens, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
+        std::vector<float> o(static_cast<size_t>(dim)), v(static_cast<size_t>(dim));
+        for (int64_t t = begin; t < end; ++t) {
+          float g = params.gateDtype == DType::F16
+                        ? halfToFloat(static_cast<const uint16_t *>(gate)[t])
+                        : static_cast<const float *>(gate)[t];
+          float sigmoid = 1.0f / (1.0f + std::exp(-g));
+          detail::halfToFloat(out + t * dim, o.data(), dim);
+          detail::halfToFloat(value + t * dim, v.data(), dim);
+          for (int64_t i = 0; i < dim; ++i)
+            out[t * dim + i] =
+                floatToHalf(o[static_cast<size_t>(i)] + sigmoid * v[static_cast<size_t>(i)]);
+        }
+      });
+}
+
+} // namespace volt::cpu

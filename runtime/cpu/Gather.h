@@ -1,0 +1,43 @@
+//===- Gather.h - Embedding and GatherRows -----------------------*- C++ -*-===//
+//
+// OpKind Embedding and GatherRows of runtime/schema/plan.fbs: row copies,
+// exact.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/Types.h"
+
+#include <cstdint>
+
+namespace volt::cpu {
+
+struct EmbeddingParams {
+  int64_t tokens = 0;
+  /// Hidden size H.
+  int64_t dim = 0;
+  /// The vocabulary rows this rank holds: [vocabStart, vocabStart + vocabRows).
+  int64_t vocabStart = 0;
+  int64_t vocabRows = 0;
+};
+
+/// out[t] = table[tokens[t] - vocabStart] when the token falls in this rank's
+/// slice, else zeros (an all-reduce over the vocab-parallel ranks completes
+/// the row). `table` FP16 [vocabRows, H], `out` FP16 [T, H].
+void embedding(const EmbeddingParams &params, const int32_t *tokens, const uint16_t *table,
+               uint16_t *out, ThreadPool &pool);
+
+struct GatherRowsParams {
+  /// Rows to gather (S).
+  int64_t rows = 0;
+  /// Elements per row (H).
+  int64_t dim = 0;
+  DType dtype = DType::F16;
+};
+
+/// out[s] = in[rowIndices[s]]; `in` [T, H], `out` [S, H].
+void gatherRows(const GatherRowsParams &params, const void *in, const int32_t *rowIndices,
+                void *out, ThreadPool &pool);
+
+} // namespace volt::cpu

@@ -1,0 +1,44 @@
+//===- Kernels.h - the inner loops every cpu op is built from ---*- C++ -*-===//
+//
+// Private to runtime/cpu. These loops fix the order of every FP32 sum the
+// ops compute (docs/design/cpu-backend.md, "Summation order"), so that the
+// results are the same on every x86-64 CPU, with any thread count, whatever
+// the compiler vectorises: a sum is 16 strided lanes (lane l takes the
+// elements i with i % 16 == l, in order), then the lanes are folded pairwise
+// (l += l + 8, l += l + 4, l += l + 2, l += l + 1). Products and sums are
+// separately rounded (the library is built with -ffp-contract=off).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace volt::cpu::detail {
+
+/// Lanes of every reduction.
+inline constexpr int kLanes = 16;
+
+/// FP16 bits to FP32, exactly (the same values as volt::halfToFloat).
+void halfToFloat(const uint16_t *in, float *out, int64_t n);
+
+/// FP32 to FP16 bits, round to nearest even (volt::floatToHalf).
+void floatToHalf(const float *in, uint16_t *out, int64_t n);
+
+/// sum over i < n of a[i] * b[i], in the lane order above.
+float dot(const float *a, const float *b, int64_t n);
+
+/// out[r] = dot(x + r * stride, w, n) for r < rows: one weight row against
+/// several activation rows, bit-identical to calling dot() per row.
+void dotRows(const float *w, const float *x, int64_t stride, int64_t rows, int64_t n, float *out);
+
+/// y[i] += a * x[i] for i < n (each element its own running sum).
+void axpy(float a, const float *x, float *y, int64_t n);
+
+/// sum over i < n of a[i] * a[i], in the lane order above.
+float sumSquares(const float *a, int64_t n);
+
+/// Decodes one NVFP4 row of `cols` elements (a multiple of 16) into FP32:
+/// out[i] = e2m1(element i) * e4m3(scale of block i / 16), which is exact.
+void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, float *out);
+
+} // namespace volt::cpu::detail

@@ -1,0 +1,38 @@
+//===- Types.h - element types and views shared by the cpu ops --*- C++ -*-===//
+//
+// The cpu ops take raw pointers and a params struct per op; this header holds
+// the few types several ops share. Activations are FP16 stored as their bit
+// patterns (uint16_t); conversions go through runtime/numerics/Half.h
+// semantics (round to nearest even).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace volt::cpu {
+
+/// Element type of a buffer an op reads or writes where more than one is
+/// allowed. The values match volt.plan.DType, so a plan's dtype converts with
+/// a cast.
+enum class DType : uint8_t {
+  F32 = 0,
+  F16 = 1,
+};
+
+/// Bytes per element of `dtype`.
+inline constexpr size_t dtypeSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+/// An NVFP4 matrix in the canonical layout (volt.plan.WeightLayout
+/// Nvfp4RowMajor): packed E2M1 [rows, cols / 2], even element in the low
+/// nibble, and E4M3 block scales [rows, cols / 16]. `cols` is a multiple of
+/// 16. A MoE entry is one matrix of experts * rows rows.
+struct Nvfp4Matrix {
+  const uint8_t *packed = nullptr;
+  const uint8_t *scales = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+} // namespace volt::cpu

@@ -531,7 +531,7 @@ Result<std::unique_ptr<Tokenizer>> TokenizerLoader::load(std::string_view text) 
   Json root;
   try {
     root = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error &e) {
+  } catch (const Json::exception &e) {
     return Error(origin_ + ": invalid JSON: " + e.what());
   }
   if (!root.is_object())

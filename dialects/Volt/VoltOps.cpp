@@ -69,10 +69,12 @@ LogicalResult verifyWeightAttrs(Operation *op, ArrayAttr names, ArrayRef<int64_t
     return op->emitOpError() << "has " << names.size() << " names for " << perExpert
                              << " part(s)" << (experts > 0 ? " per expert" : "") << "; expected "
                              << wantNames;
-  int64_t wantRank = experts > 0 ? 3 : 2;
-  if (static_cast<int64_t>(shape.size()) != wantRank)
-    return op->emitOpError() << "must have rank " << wantRank
-                             << (experts > 0 ? " ([experts, rows, cols])" : " ([rows, cols])");
+  // [rows, cols] or [rows] (biases, norm weights), with a leading experts
+  // dimension when stacked.
+  int64_t base = experts > 0 ? 1 : 0;
+  if (static_cast<int64_t>(shape.size()) != base + 2 && static_cast<int64_t>(shape.size()) != base + 1)
+    return op->emitOpError() << "must have rank " << base + 1 << " or " << base + 2
+                             << (experts > 0 ? " ([experts, rows(, cols)])" : " ([rows(, cols)])");
   if (experts > 0 && shape[0] != experts)
     return op->emitOpError() << "stacks " << experts << " experts but its leading dimension is "
                              << shape[0];
@@ -80,9 +82,10 @@ LogicalResult verifyWeightAttrs(Operation *op, ArrayAttr names, ArrayRef<int64_t
   for (int64_t r : partRows)
     if (r <= 0)
       return op->emitOpError() << "part_rows must be positive";
-  if (rows != shape[shape.size() - 2])
-    return op->emitOpError() << "part_rows sum to " << rows << " but the weight has "
-                             << shape[shape.size() - 2] << " rows";
+  int64_t haveRows = shape[base];
+  if (rows != haveRows)
+    return op->emitOpError() << "part_rows sum to " << rows << " but the weight has " << haveRows
+                             << " rows";
   return success();
 }
 
@@ -120,9 +123,30 @@ LogicalResult verifyGlobalScales(Operation *op, ArrayRef<float> scales, size_t w
 
 } // namespace
 
+/// `shards`, when present, holds one #volt.shard per part.
+static LogicalResult verifyShards(Operation *op, std::optional<ArrayAttr> shards, size_t parts,
+                           size_t rank) {
+  if (!shards)
+    return success();
+  if (shards->size() != parts)
+    return op->emitOpError() << "has " << shards->size() << " shards for " << parts << " parts";
+  for (Attribute a : *shards) {
+    auto shard = dyn_cast<ShardAttr>(a);
+    if (!shard)
+      return op->emitOpError() << "shards must be #volt.shard attributes";
+    if (shard.getDim() < 0 || shard.getDim() >= static_cast<int64_t>(rank) ||
+        shard.getParts() < 1 || shard.getReplicas() < 1)
+      return op->emitOpError() << "has an invalid shard " << shard;
+  }
+  return success();
+}
+
 LogicalResult WeightOp::verify() {
-  return verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(),
-                           getResult().getType().getShape());
+  if (failed(verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(),
+                               getResult().getType().getShape())))
+    return failure();
+  return verifyShards(*this, getShards(), getPartRows().size(),
+                      getResult().getType().getRank());
 }
 
 LogicalResult Nvfp4WeightOp::verify() {
@@ -130,6 +154,8 @@ LogicalResult Nvfp4WeightOp::verify() {
   if (failed(verifyNvfp4Pair(*this, getPacked(), getScales(), logical)))
     return failure();
   if (failed(verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(), logical)))
+    return failure();
+  if (failed(verifyShards(*this, getShards(), getPartRows().size(), logical.size())))
     return failure();
   return verifyGlobalScales(*this, getGlobalScales(), getNames().size());
 }

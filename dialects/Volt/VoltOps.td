@@ -32,8 +32,8 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
     weights (names run expert-major: expert 0's parts, then expert 1's).
     `max_abs` records the largest magnitude in the data, when the weights
     were read, so that dtype legalisation can check that FP16 holds them.
-    After sharding, `shard` says which slice each rank holds and the type
-    is one rank's slice.
+    After sharding, `shards` holds one `#volt.shard` per part saying which
+    slice of that part each rank holds, and the type is one rank's slice.
 
     ```mlir
     %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>}
@@ -43,7 +43,7 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
   let arguments = (ins StrArrayAttr:$names, DenseI64ArrayAttr:$part_rows,
                        DefaultValuedAttr<I64Attr, "0">:$experts,
                        OptionalAttr<F32Attr>:$max_abs,
-                       OptionalAttr<Volt_ShardAttr>:$shard);
+                       OptionalAttr<ArrayAttr>:$shards);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -67,7 +67,7 @@ def Volt_Nvfp4WeightOp : Volt_Op<"nvfp4_weight", [Pure]> {
   let arguments = (ins StrArrayAttr:$names, DenseI64ArrayAttr:$part_rows,
                        DenseF32ArrayAttr:$global_scales,
                        DefaultValuedAttr<I64Attr, "0">:$experts,
-                       OptionalAttr<Volt_ShardAttr>:$shard);
+                       OptionalAttr<ArrayAttr>:$shards);
   let results = (outs Volt_PackedTensor:$packed, Volt_ScaleTensor:$scales);
   let assemblyFormat = "attr-dict `:` type($packed) `,` type($scales)";
   let hasVerifier = 1;

@@ -4,6 +4,8 @@
 // tests and debugging use to look at one pass at a time.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/Transforms/Passes.h"
+#include "dialects/Vexec/VexecDialect.h"
 #include "dialects/Volt/VoltDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,7 +15,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<volt::ir::VoltDialect, mlir::func::FuncDialect>();
+  registry.insert<volt::ir::VoltDialect, volt::vexec::VexecDialect, mlir::func::FuncDialect>();
+  volt::registerVoltPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "volt pass driver\n", registry));

@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Check.h"
+#include "compiler/driver/Compile.h"
+#include "runtime/support/Strings.h"
 
 #include <CLI/CLI.hpp>
 
@@ -26,7 +28,36 @@ int main(int argc, char **argv) {
   check->add_flag("--json", json, "print the summary as JSON");
   check->add_flag("--list-tensors", listTensors, "list every weight with its shape and format");
 
+  CLI::App *compile = app.add_subcommand(
+      "compile", "compile a spec into a plan, or stop after a phase and print it (--emit)");
+  std::string compileSpec, emit = "plan", output;
+  compile->add_option("spec", compileSpec, "deployment spec (YAML)")->required();
+  compile->add_option("--emit", emit,
+                      "stop after this phase and print it: " +
+                          volt::joinList(volt::pipeline::phaseNames()))
+      ->capture_default_str();
+  compile->add_option("-o,--output", output, "plan file to write (with --emit=plan)");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (compile->parsed()) {
+    auto phase = volt::pipeline::parsePhase(emit);
+    if (!phase) {
+      std::fprintf(stderr, "voltc: error: --emit: unknown phase '%s' (valid: %s)\n", emit.c_str(),
+                   volt::joinList(volt::pipeline::phaseNames()).c_str());
+      return 1;
+    }
+    volt::driver::CompileOptions options;
+    options.emit = *phase;
+    options.output = output;
+    auto result = volt::driver::compile(compileSpec, options);
+    if (!result) {
+      std::fprintf(stderr, "voltc: error: %s\n", result.message().c_str());
+      return 1;
+    }
+    std::cout << *result;
+    return 0;
+  }
 
   if (check->parsed()) {
     volt::driver::CheckOptions options;

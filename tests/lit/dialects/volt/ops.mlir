@@ -5,9 +5,9 @@
 func.func @weights() -> (tensor<8x64xbf16>, tensor<128x32xui8>, tensor<128x4xf8E4M3FN>, tensor<128x64xf16>) {
   // CHECK: volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>} : tensor<8x64xbf16>
   %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>} : tensor<8x64xbf16>
-  // CHECK: volt.nvfp4_weight {global_scales = array<f32: 1.500000e-04, 2.000000e-04>, names = ["a.gate_proj", "a.up_proj"], part_rows = array<i64: 64, 64>, shard = #volt.shard<dim = 0, parts = 2, replicas = 1>}
+  // CHECK: volt.nvfp4_weight {global_scales = array<f32: 1.500000e-04, 2.000000e-04>, names = ["a.gate_proj", "a.up_proj"], part_rows = array<i64: 64, 64>, shards = [#volt.shard<dim = 0, parts = 2, replicas = 1>, #volt.shard<dim = 0, parts = 2, replicas = 1>]}
   %p, %s = volt.nvfp4_weight {names = ["a.gate_proj", "a.up_proj"], part_rows = array<i64: 64, 64>,
-      global_scales = array<f32: 1.5e-4, 2.0e-4>, shard = #volt.shard<dim = 0, parts = 2, replicas = 1>}
+      global_scales = array<f32: 1.5e-4, 2.0e-4>, shards = [#volt.shard<dim = 0, parts = 2, replicas = 1>, #volt.shard<dim = 0, parts = 2, replicas = 1>]}
       : tensor<128x32xui8>, tensor<128x4xf8E4M3FN>
   // CHECK: volt.dequant
   %d = volt.dequant %p, %s {global_scales = array<f32: 1.5e-4, 2.0e-4>, part_rows = array<i64: 64, 64>}

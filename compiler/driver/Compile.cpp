@@ -1,0 +1,143 @@
+//===- Compile.cpp --------------------------------------------------------===//
+#include "compiler/driver/Compile.h"
+
+#include "compiler/driver/Check.h"
+#include "compiler/import/ImportModel.h"
+#include "dialects/Transforms/Passes.h"
+#include "runtime/support/Strings.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace volt::driver {
+namespace {
+
+int64_t intOf(mlir::DictionaryAttr d, llvm::StringRef name) {
+  auto a = d ? d.getAs<mlir::IntegerAttr>(name) : mlir::IntegerAttr();
+  return a ? a.getInt() : 0;
+}
+
+/// Collects error diagnostics as text, for a Result.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &ctx)
+      : handler_(&ctx, [this](mlir::Diagnostic &d) {
+          if (d.getSeverity() != mlir::DiagnosticSeverity::Error)
+            return mlir::success();
+          if (!text_.empty())
+            text_ += "\n";
+          if (auto loc = mlir::dyn_cast<mlir::NameLoc>(d.getLocation()))
+            text_ += loc.getName().str() + ": ";
+          text_ += d.str();
+          for (const mlir::Diagnostic &note : d.getNotes())
+            text_ += "\n  note: " + note.str();
+          return mlir::success();
+        }) {}
+  const std::string &text() const { return text_; }
+
+private:
+  std::string text_;
+  mlir::ScopedDiagnosticHandler handler_;
+};
+
+} // namespace
+
+std::string formatMemoryPlan(mlir::ModuleOp module) {
+  auto memory = module->getAttrOfType<mlir::DictionaryAttr>("vexec.memory");
+  auto target = module->getAttrOfType<mlir::DictionaryAttr>("volt.target");
+  auto deployment = module->getAttrOfType<mlir::DictionaryAttr>("volt.deployment");
+  if (!memory || !target || !deployment)
+    return "(no memory plan)\n";
+  std::ostringstream out;
+  int64_t tp = intOf(deployment, "tensor_parallel_size");
+  int64_t maxModelLen = intOf(deployment, "max_model_len");
+  auto name = target.getAs<mlir::StringAttr>("name");
+  out << "memory plan per GPU: " << tp << " x " << (name ? name.getValue().str() : "?") << ", "
+      << formatBytes(static_cast<uint64_t>(intOf(memory, "device_bytes"))) << " each\n";
+  auto row = [&](const std::string &what, int64_t bytes, const std::string &note = "") {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-40s %12s  %s\n", what.c_str(),
+                  formatBytes(static_cast<uint64_t>(bytes)).c_str(), note.c_str());
+    out << buf;
+  };
+  auto util = deployment.getAs<mlir::FloatAttr>("gpu_memory_utilization");
+  char utilText[64];
+  std::snprintf(utilText, sizeof utilText, "budget (gpu_memory_utilization %.2f)",
+                util ? util.getValueAsDouble() : 0.0);
+  row(utilText, intOf(memory, "budget_bytes"));
+  row("CUDA context", intOf(memory, "cuda_context_bytes"));
+  if (intOf(memory, "nccl_bytes"))
+    row("NCCL buffers", intOf(memory, "nccl_bytes"));
+  row("weights", intOf(memory, "weight_bytes"));
+  int64_t arena = intOf(memory, "arena_bytes"), lower = intOf(memory, "arena_lower_bound");
+  char ratio[64];
+  std::snprintf(ratio, sizeof ratio, "lower bound %s (x%.2f)",
+                formatBytes(static_cast<uint64_t>(lower)).c_str(),
+                lower > 0 ? static_cast<double>(arena) / static_cast<double>(lower) : 1.0);
+  row("activation arena (" + std::to_string(intOf(memory, "max_num_batched_tokens")) +
+          " tokens)",
+      arena, ratio);
+  row("kernel workspaces", intOf(memory, "workspace_bytes"));
+  int64_t blocks = intOf(memory, "kv_blocks"), blockSize = intOf(memory, "kv_block_size");
+  int64_t tokens = blocks * blockSize;
+  char kv[160];
+  std::snprintf(kv, sizeof kv, "%s blocks x %lld tokens = %s tokens = %.1f sequences of %lld",
+                formatCount(static_cast<uint64_t>(blocks)).c_str(),
+                static_cast<long long>(blockSize), formatCount(static_cast<uint64_t>(tokens)).c_str(),
+                maxModelLen > 0 ? static_cast<double>(tokens) / static_cast<double>(maxModelLen)
+                                : 0.0,
+                static_cast<long long>(maxModelLen));
+  row("KV cache", intOf(memory, "kv_bytes"), kv);
+  int64_t total = intOf(memory, "cuda_context_bytes") + intOf(memory, "nccl_bytes") +
+                  intOf(memory, "weight_bytes") + arena + intOf(memory, "workspace_bytes") +
+                  intOf(memory, "kv_bytes");
+  row("total", total);
+  char perToken[96];
+  std::snprintf(perToken, sizeof perToken, "%lld layers x %lld KV heads x %lld dims x K,V x FP16",
+                static_cast<long long>(intOf(memory, "kv_layers")),
+                static_cast<long long>(intOf(memory, "kv_heads")),
+                static_cast<long long>(intOf(memory, "head_dim")));
+  row("KV cache per token", blockSize ? intOf(memory, "kv_block_bytes") / blockSize : 0,
+      perToken);
+  return out.str();
+}
+
+Result<std::string> compile(const std::filesystem::path &specFile,
+                            const CompileOptions &options) {
+  CheckOptions checkOptions;
+  checkOptions.verifyData = options.verifyData;
+  auto checked = check(specFile, checkOptions);
+  if (!checked)
+    return checked.error();
+
+  mlir::MLIRContext context;
+  context.loadDialect<volt::vexec::VexecDialect>();
+  DiagnosticCollector diagnostics(context);
+  import::ImportOptions importOptions;
+  importOptions.maxModelLen = checked->maxModelLen;
+  importOptions.readWeightRanges = options.verifyData && checked->model.hasWeights();
+  auto module = import::importModel(context, checked->spec, checked->model, importOptions);
+  if (!module)
+    return Error(specFile.string() + ": " + module.message());
+
+  mlir::PassManager pm(&context);
+  pipeline::PipelineOptions pipelineOptions;
+  pipeline::buildPipeline(pm, options.emit, pipelineOptions);
+  if (mlir::failed(pm.run(**module)))
+    return Error(specFile.string() + ": " +
+                 (diagnostics.text().empty() ? "compilation failed" : diagnostics.text()));
+
+  if (options.emit == pipeline::Phase::Memory)
+    return formatMemoryPlan(**module);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*module)->print(os);
+  return text;
+}
+
+} // namespace volt::driver

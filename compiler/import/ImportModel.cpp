@@ -1,0 +1,404 @@
+//===- ImportModel.cpp ----------------------------------------------------===//
+#include "compiler/import/ImportModel.h"
+
+#include "dialects/Volt/VoltOps.h"
+#include "runtime/numerics/Half.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace volt::import {
+namespace {
+
+using namespace mlir;
+using model::GatedMlp;
+using model::Layer;
+using model::Linear;
+using model::Param;
+
+/// Builds the ops of one step function. Errors are collected in `error_`
+/// and stop the import at the next check.
+class Importer {
+public:
+  Importer(MLIRContext &ctx, const spec::DeploySpec &spec, const model::Model &m,
+           const ImportOptions &options)
+      : ctx_(ctx), b_(&ctx), spec_(spec), m_(m), c_(m.config), options_(options) {
+    loc_ = b_.getUnknownLoc();
+    act_ = elementType(c_.torchDtype == "float16"   ? model::DType::F16
+                       : c_.torchDtype == "float32" ? model::DType::F32
+                                                    : model::DType::BF16);
+  }
+
+  Result<OwningOpRef<ModuleOp>> run();
+
+private:
+  Type elementType(model::DType d) {
+    switch (d) {
+    case model::DType::F16:
+      return b_.getF16Type();
+    case model::DType::F32:
+      return b_.getF32Type();
+    default:
+      return b_.getBF16Type();
+    }
+  }
+
+  RankedTensorType activation(int64_t cols, Type elem = {}) {
+    return RankedTensorType::get({ShapedType::kDynamic, cols}, elem ? elem : act_);
+  }
+
+  Location at(StringRef name) { return NameLoc::get(b_.getStringAttr(name)); }
+
+  ArrayAttr names(const std::vector<std::string> &list) {
+    SmallVector<Attribute> attrs;
+    for (const std::string &n : list)
+      attrs.push_back(b_.getStringAttr(n));
+    return b_.getArrayAttr(attrs);
+  }
+
+  /// The largest magnitude of a dense tensor's data (0 when unknown).
+  float maxAbs(const model::Tensor *t) {
+    if (!t || !options_.readWeightRanges)
+      return 0.0f;
+    auto data = t->data();
+    float best = 0.0f;
+    switch (t->dtype()) {
+    case model::DType::BF16:
+    case model::DType::F16:
+      for (size_t i = 0; i + 1 < data.size(); i += 2) {
+        uint16_t h;
+        std::memcpy(&h, data.data() + i, 2);
+        float v = t->dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+        best = std::max(best, std::fabs(v));
+      }
+      break;
+    case model::DType::F32:
+      for (size_t i = 0; i + 3 < data.size(); i += 4) {
+        float v;
+        std::memcpy(&v, data.data() + i, 4);
+        best = std::max(best, std::fabs(v));
+      }
+      break;
+    default:
+      break;
+    }
+    return best;
+  }
+
+  /// A dense weight of `rows` (sum of parts) x `cols` (0: rank 1), stacked
+  /// over `experts` when positive.
+  Value denseWeight(const std::vector<std::string> &tensorNames,
+                    const std::vector<int64_t> &partRows, int64_t cols, int64_t experts,
+                    model::DType dtype, float absMax) {
+    SmallVector<int64_t> shape;
+    if (experts > 0)
+      shape.push_back(experts);
+    int64_t rows = 0;
+    for (int64_t r : partRows)
+      rows += r;
+    shape.push_back(rows);
+    if (cols > 0)
+      shape.push_back(cols);
+    auto op = b_.create<ir::WeightOp>(at(tensorNames.front()),
+                                      RankedTensorType::get(shape, elementType(dtype)),
+                                      names(tensorNames), b_.getDenseI64ArrayAttr(partRows),
+                                      b_.getI64IntegerAttr(experts),
+                                      absMax > 0.0f ? b_.getF32FloatAttr(absMax) : FloatAttr(),
+                                      ArrayAttr());
+    return op.getResult();
+  }
+
+  Value param(const Param &p) {
+    int64_t cols = p.shape.size() == 2 ? p.shape[1] : 0;
+    return denseWeight({p.name}, {p.shape[0]}, cols, 0, p.dtype, maxAbs(p.tensor));
+  }
+
+  /// A weight made of `parts` (the same input width) for each of
+  /// `perExpert.size()` experts (or one unstacked weight when `stacked` is
+  /// false); NVFP4 parts come back dequantized through `volt.dequant`.
+  Value linearWeight(const std::vector<std::vector<const Linear *>> &perExpert, bool stacked) {
+    const Linear &first = *perExpert.front().front();
+    std::vector<std::string> tensorNames;
+    std::vector<int64_t> partRows;
+    SmallVector<float> scales;
+    float absMax = 0.0f;
+    for (size_t e = 0; e < perExpert.size(); ++e) {
+      for (const Linear *l : perExpert[e]) {
+        if (l->format != first.format || l->inFeatures != first.inFeatures ||
+            (!l->isNvfp4() && l->dtype != first.dtype)) {
+          error_ = "'" + l->module + "' and '" + first.module +
+                   "' are fused into one GEMM but differ in format or dtype (" +
+                   (l->isNvfp4() ? "NVFP4" : std::string(model::dtypeName(l->dtype))) + " vs " +
+                   (first.isNvfp4() ? "NVFP4" : std::string(model::dtypeName(first.dtype))) +
+                   "); volt needs the parts of a fused projection in one format";
+          return {};
+        }
+        tensorNames.push_back(l->isNvfp4() ? l->module : l->module + ".weight");
+        if (e == 0)
+          partRows.push_back(l->outFeatures);
+        scales.push_back(l->globalScale);
+        if (!l->isNvfp4())
+          absMax = std::max(absMax, maxAbs(l->weight));
+      }
+    }
+    int64_t experts = stacked ? static_cast<int64_t>(perExpert.size()) : 0;
+    if (!first.isNvfp4())
+      return denseWeight(tensorNames, partRows, first.inFeatures, experts, first.dtype, absMax);
+
+    if (!m_.hasWeights()) // config only: the scales are not known yet
+      for (float &s : scales)
+        s = 1.0f;
+    int64_t rows = 0;
+    for (int64_t r : partRows)
+      rows += r;
+    SmallVector<int64_t> packedShape, scaleShape, logical;
+    if (experts > 0) {
+      packedShape.push_back(experts);
+      scaleShape.push_back(experts);
+      logical.push_back(experts);
+    }
+    packedShape.append({rows, first.inFeatures / 2});
+    scaleShape.append({rows, first.inFeatures / 16});
+    logical.append({rows, first.inFeatures});
+    auto packedType =
+        RankedTensorType::get(packedShape, IntegerType::get(&ctx_, 8, IntegerType::Unsigned));
+    auto scaleType = RankedTensorType::get(scaleShape, b_.getType<Float8E4M3FNType>());
+    auto w = b_.create<ir::Nvfp4WeightOp>(
+        at(tensorNames.front()), packedType, scaleType, names(tensorNames),
+        b_.getDenseI64ArrayAttr(partRows), b_.getDenseF32ArrayAttr(scales),
+        b_.getI64IntegerAttr(experts), ArrayAttr());
+    auto d = b_.create<ir::DequantOp>(at(tensorNames.front()),
+                                      RankedTensorType::get(logical, act_), w.getPacked(),
+                                      w.getScales(), b_.getDenseF32ArrayAttr(scales),
+                                      b_.getDenseI64ArrayAttr(partRows));
+    return d.getResult();
+  }
+
+  /// x · [parts]ᵀ (+ biases): one fused linear.
+  Value linear(Value x, const std::vector<const Linear *> &parts, Type outElem = {}) {
+    Value w = linearWeight({parts}, false);
+    if (!w)
+      return {};
+    Value bias;
+    if (parts.front()->bias) {
+      std::vector<std::string> biasNames;
+      std::vector<int64_t> rows;
+      for (const Linear *l : parts) {
+        if (!l->bias) {
+          error_ = "'" + l->module + "' has no bias but the projections fused with it do";
+          return {};
+        }
+        biasNames.push_back(l->bias->name);
+        rows.push_back(l->bias->shape[0]);
+      }
+      bias = denseWeight(biasNames, rows, 0, 0, parts.front()->bias->dtype,
+                         maxAbs(parts.front()->bias->tensor));
+    }
+    int64_t out = 0;
+    for (const Linear *l : parts)
+      out += l->outFeatures;
+    auto op = b_.create<ir::LinearOp>(at(parts.front()->module), activation(out, outElem), x, w,
+                                      bias);
+    return op.getResult();
+  }
+
+  Value rmsNorm(Value x, const Param &w) {
+    return b_.create<ir::RmsNormOp>(at(w.name), x.getType(), x, param(w),
+                                    b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
+  }
+
+  Value add(Value a, Value b) { return b_.create<ir::AddOp>(loc_, a.getType(), a, b); }
+
+  Value attention(Value h, const Layer &l, Value positions, Value metadata);
+  Value mlp(Value h, const GatedMlp &m, const std::string &name);
+  Value moe(Value h, const Layer &l);
+
+  MLIRContext &ctx_;
+  OpBuilder b_;
+  const spec::DeploySpec &spec_;
+  const model::Model &m_;
+  const model::ModelConfig &c_;
+  ImportOptions options_;
+  Location loc_ = UnknownLoc();
+  Type act_;
+  std::string error_;
+};
+
+Value Importer::attention(Value h, const Layer &l, Value positions, Value metadata) {
+  Value qkv = linear(h, {&l.q, &l.k, &l.v});
+  if (!qkv)
+    return {};
+  auto heads = b_.getI64IntegerAttr(c_.numAttentionHeads);
+  auto kvHeads = b_.getI64IntegerAttr(c_.numKeyValueHeads);
+  auto headDim = b_.getI64IntegerAttr(c_.headDim);
+  Location where = at(l.q.module.substr(0, l.q.module.rfind('.')));
+  if (l.qNorm)
+    qkv = b_.create<ir::QkNormOp>(where, qkv.getType(), qkv, param(*l.qNorm), param(*l.kNorm),
+                                  heads, kvHeads, headDim,
+                                  b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
+  qkv = b_.create<ir::RopeOp>(where, qkv.getType(), qkv, positions, heads, kvHeads, headDim,
+                              b_.getF32FloatAttr(static_cast<float>(c_.ropeTheta)));
+  Value o = b_.create<ir::AttentionOp>(where, activation(c_.numAttentionHeads * c_.headDim), qkv,
+                                       metadata, b_.getI64IntegerAttr(l.index), heads, kvHeads,
+                                       headDim);
+  return linear(o, {&l.o});
+}
+
+Value Importer::mlp(Value h, const GatedMlp &m, const std::string &name) {
+  Value gateUp = linear(h, {&m.gate, &m.up});
+  if (!gateUp)
+    return {};
+  Value act = b_.create<ir::SiluMulOp>(at(name), activation(m.gate.outFeatures), gateUp);
+  return linear(act, {&m.down});
+}
+
+Value Importer::moe(Value h, const Layer &l) {
+  Location where = at(l.router.module.substr(0, l.router.module.rfind('.')));
+  Value logits = linear(h, {&l.router}, b_.getF32Type());
+  if (!logits)
+    return {};
+  int64_t k = c_.numExpertsPerTok;
+  auto router = b_.create<ir::MoeRouterOp>(
+      where, RankedTensorType::get({ShapedType::kDynamic, k}, b_.getI32Type()),
+      RankedTensorType::get({ShapedType::kDynamic, k}, b_.getF32Type()), logits,
+      b_.getI64IntegerAttr(k), c_.normTopkProb ? b_.getUnitAttr() : UnitAttr());
+  std::vector<std::vector<const Linear *>> gateUp, down;
+  for (const GatedMlp &e : l.experts) {
+    gateUp.push_back({&e.gate, &e.up});
+    down.push_back({&e.down});
+  }
+  Value gu = linearWeight(gateUp, true);
+  Value d = gu ? linearWeight(down, true) : Value();
+  if (!d)
+    return {};
+  Value y = b_.create<ir::MoeExpertsOp>(where, h.getType(), h, router.getIds(),
+                                        router.getWeights(), gu, d);
+  if (l.sharedExpert) {
+    Value shared = mlp(h, *l.sharedExpert, l.router.module + "_shared_expert");
+    Value gate = shared ? linear(h, {&*l.sharedExpertGate}) : Value();
+    if (!gate)
+      return {};
+    y = b_.create<ir::SigmoidGateAddOp>(where, y.getType(), y, shared, gate);
+  }
+  return y;
+}
+
+Result<OwningOpRef<ModuleOp>> Importer::run() {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
+  const spec::Sku &sku = spec_.sku;
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  auto f64 = [&](double v) { return b_.getF64FloatAttr(v); };
+  module->getOperation()->setAttr(
+      "volt.target",
+      b_.getDictionaryAttr({
+          b_.getNamedAttr("name", b_.getStringAttr(sku.name)),
+          b_.getNamedAttr("arch", b_.getStringAttr(std::string(spec::archName(sku.arch)))),
+          b_.getNamedAttr("memory_bytes", i64(static_cast<int64_t>(sku.memoryBytes))),
+          b_.getNamedAttr("sm_count", i64(sku.smCount)),
+          b_.getNamedAttr("memory_bandwidth_gbps", f64(sku.memoryBandwidthPracticalGbps)),
+          b_.getNamedAttr("fp16_tensor_tflops", f64(sku.fp16TensorTflops)),
+          b_.getNamedAttr("shared_memory_per_block_optin_bytes",
+                          i64(static_cast<int64_t>(sku.sharedMemoryPerBlockOptinBytes))),
+          b_.getNamedAttr("registers_per_sm", i64(sku.registersPerSm)),
+          b_.getNamedAttr("bf16", b_.getBoolAttr(sku.dtypes.bf16)),
+          b_.getNamedAttr("cuda_context_bytes",
+                          i64(static_cast<int64_t>(sku.memoryReserve.cudaContextBytes))),
+          b_.getNamedAttr("nccl_bytes", i64(static_cast<int64_t>(sku.memoryReserve.ncclBytes))),
+      }));
+  module->getOperation()->setAttr(
+      "volt.deployment",
+      b_.getDictionaryAttr({
+          b_.getNamedAttr("tensor_parallel_size", i64(spec_.tensorParallelSize)),
+          b_.getNamedAttr("max_model_len", i64(options_.maxModelLen)),
+          b_.getNamedAttr("max_num_seqs", i64(spec_.maxNumSeqs)),
+          b_.getNamedAttr("max_num_batched_tokens", i64(spec_.maxNumBatchedTokens)),
+          b_.getNamedAttr("gpu_memory_utilization", f64(spec_.gpuMemoryUtilization)),
+          b_.getNamedAttr("kv_block_size", i64(spec_.kvCache.blockSize)),
+      }));
+  module->getOperation()->setAttr(
+      "volt.model",
+      b_.getDictionaryAttr({
+          b_.getNamedAttr("architecture",
+                          b_.getStringAttr(model::familyArchitecture(c_.family))),
+          b_.getNamedAttr("vocab_size", i64(c_.vocabSize)),
+          b_.getNamedAttr("hidden_size", i64(c_.hiddenSize)),
+          b_.getNamedAttr("num_layers", i64(c_.numHiddenLayers)),
+          b_.getNamedAttr("num_heads", i64(c_.numAttentionHeads)),
+          b_.getNamedAttr("num_kv_heads", i64(c_.numKeyValueHeads)),
+          b_.getNamedAttr("head_dim", i64(c_.headDim)),
+          b_.getNamedAttr("num_experts", i64(c_.numExperts)),
+          b_.getNamedAttr("top_k", i64(c_.numExpertsPerTok)),
+          b_.getNamedAttr("max_position_embeddings", i64(c_.maxPositionEmbeddings)),
+      }));
+
+  b_.setInsertionPointToEnd(module->getBody());
+  auto ids = RankedTensorType::get({ShapedType::kDynamic}, b_.getI32Type());
+  auto logitsType = activation(c_.vocabSize, b_.getF32Type());
+  auto fnType = b_.getFunctionType(
+      {ids, ids, ir::AttentionMetadataType::get(&ctx_), ids}, {logitsType});
+  auto fn = b_.create<func::FuncOp>(loc_, "step", fnType);
+  fn.setArgAttr(0, "volt.input", b_.getStringAttr("tokens"));
+  fn.setArgAttr(1, "volt.input", b_.getStringAttr("positions"));
+  fn.setArgAttr(2, "volt.input", b_.getStringAttr("attention"));
+  fn.setArgAttr(3, "volt.input", b_.getStringAttr("logits_rows"));
+  Block *body = fn.addEntryBlock();
+  b_.setInsertionPointToStart(body);
+  Value tokens = body->getArgument(0), positions = body->getArgument(1),
+        metadata = body->getArgument(2), rows = body->getArgument(3);
+
+  Value residual = b_.create<ir::EmbeddingOp>(at(m_.embedTokens.name),
+                                              activation(c_.hiddenSize), tokens,
+                                              param(m_.embedTokens), UnitAttr());
+  Value h = rmsNorm(residual, m_.layers.front().inputNorm);
+  for (size_t i = 0; i < m_.layers.size(); ++i) {
+    const Layer &l = m_.layers[i];
+    if (i > 0)
+      h = rmsNorm(residual, l.inputNorm);
+    Value attn = attention(h, l, positions, metadata);
+    if (!attn)
+      return Error(error_);
+    residual = add(residual, attn);
+    h = rmsNorm(residual, l.postAttentionNorm);
+    Value ffn = l.isMoe ? moe(h, l) : mlp(h, l.mlp, "model.layers." + std::to_string(i) + ".mlp");
+    if (!ffn)
+      return Error(error_);
+    residual = add(residual, ffn);
+  }
+  Value normed = rmsNorm(residual, m_.finalNorm);
+  Value last = b_.create<ir::GatherRowsOp>(loc_, normed.getType(), normed, rows);
+  Value logits;
+  if (m_.lmHeadTied) {
+    Value table = param(m_.embedTokens);
+    logits = b_.create<ir::LinearOp>(at("lm_head"), logitsType, last, table, Value());
+  } else {
+    logits = linear(last, {&m_.lmHead}, b_.getF32Type());
+    if (!logits)
+      return Error(error_);
+  }
+  b_.create<func::ReturnOp>(loc_, logits);
+  if (failed(mlir::verify(*module)))
+    return Error("internal error: the imported module does not verify");
+  return module;
+}
+
+} // namespace
+
+void loadDialects(MLIRContext &context) {
+  context.getOrLoadDialect<ir::VoltDialect>();
+  context.getOrLoadDialect<func::FuncDialect>();
+}
+
+Result<OwningOpRef<ModuleOp>> importModel(MLIRContext &context, const spec::DeploySpec &spec,
+                                          const model::Model &model,
+                                          const ImportOptions &options) {
+  loadDialects(context);
+  Importer importer(context, spec, model, options);
+  return importer.run();
+}
+
+} // namespace volt::import

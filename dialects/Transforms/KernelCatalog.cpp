@@ -1,0 +1,138 @@
+//===- KernelCatalog.cpp --------------------------------------------------===//
+#include "dialects/Transforms/KernelCatalog.h"
+
+#include "dialects/Volt/VoltOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+
+namespace volt::kernels {
+
+double TargetInfo::ridgeTokens() const {
+  if (memoryBandwidthGbps <= 0)
+    return 0;
+  return fp16TensorTflops * 1e12 / (memoryBandwidthGbps * 1e9) * 0.5625 / 2.0;
+}
+
+FailureOr<TargetInfo> TargetInfo::fromAttr(DictionaryAttr target) {
+  TargetInfo t;
+  auto arch = target.getAs<StringAttr>("arch");
+  if (!arch)
+    return failure();
+  t.arch = arch.getValue().str();
+  auto i = [&](StringRef name) {
+    auto a = target.getAs<IntegerAttr>(name);
+    return a ? a.getInt() : int64_t{0};
+  };
+  auto f = [&](StringRef name) {
+    auto a = target.getAs<FloatAttr>(name);
+    return a ? a.getValueAsDouble() : 0.0;
+  };
+  t.smCount = i("sm_count");
+  t.sharedMemoryPerBlockOptinBytes = i("shared_memory_per_block_optin_bytes");
+  t.memoryBandwidthGbps = f("memory_bandwidth_gbps");
+  t.fp16TensorTflops = f("fp16_tensor_tflops");
+  if (!t.isCpu() && (t.smCount <= 0 || t.memoryBandwidthGbps <= 0))
+    return failure();
+  return t;
+}
+
+namespace {
+
+struct Variant {
+  int64_t maxTokens;
+  StringRef kernel;
+  SmallVector<std::pair<StringRef, int64_t>> config;
+};
+
+Attribute toAttr(Builder &b, const Variant &v) {
+  SmallVector<NamedAttribute> fields = {
+      b.getNamedAttr("max_tokens", b.getI64IntegerAttr(v.maxTokens)),
+      b.getNamedAttr("kernel", b.getStringAttr(v.kernel))};
+  for (const auto &[name, value] : v.config)
+    fields.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+  return b.getDictionaryAttr(fields);
+}
+
+/// The GEMM tile for prefill sizes: the largest of 128x128 / 64x128 /
+/// 64x64 (tokens x rows) whose double-buffered FP16 tiles (activations and
+/// dequantized weights, 64 columns deep) fit the SKU's opt-in shared memory.
+std::pair<int64_t, int64_t> prefillTile(const TargetInfo &t) {
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{128, 128}, {64, 128}, {64, 64}}) {
+    int64_t bytes = 2 /*stages*/ * (m + n) * 64 /*k*/ * 2 /*fp16*/;
+    if (bytes <= t.sharedMemoryPerBlockOptinBytes)
+      return {m, n};
+  }
+  return {32, 64};
+}
+
+/// Variants of a GEMM over `rows` output rows: a streaming GEMV for decode
+/// sizes, then tensor-core tiles — a narrow token tile up to the ridge
+/// point, the full tile beyond.
+SmallVector<Variant> gemmVariants(const TargetInfo &t, StringRef gemv, StringRef gemm,
+                                  int64_t rows) {
+  // Enough blocks to fill every SM several times over: one warp per 4
+  // output rows, 8 warps per block, fewer when the GEMM is narrow.
+  int64_t warps = std::clamp<int64_t>(rows / 4 / std::max<int64_t>(t.smCount, 1), 1, 8);
+  auto [tileM, tileN] = prefillTile(t);
+  int64_t ridge = std::max<int64_t>(kGemvMaxTokens + 1, static_cast<int64_t>(t.ridgeTokens()));
+  return {
+      {kGemvMaxTokens, gemv, {{"warps_per_block", warps}, {"rows_per_warp", 4}}},
+      {ridge, gemm, {{"tile_m", 32}, {"tile_n", tileN}, {"tile_k", 64}, {"stages", 2}}},
+      {kAnyTokens, gemm, {{"tile_m", tileM}, {"tile_n", tileN}, {"tile_k", 64}, {"stages", 2}}},
+  };
+}
+
+int64_t lastDim(Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); }
+
+} // namespace
+
+ArrayAttr select(Builder &b, Operation *op, const TargetInfo &t) {
+  if (t.isCpu())
+    return b.getArrayAttr({});
+  using namespace volt::ir;
+  SmallVector<Variant> variants =
+      llvm::TypeSwitch<Operation *, SmallVector<Variant>>(op)
+          .Case<QLinearOp>([&](QLinearOp q) {
+            return gemmVariants(t, "nvfp4_gemv", "nvfp4_gemm", lastDim(q.getResult()));
+          })
+          .Case<LinearOp>([&](LinearOp l) {
+            return gemmVariants(t, "dense_gemv", "dense_gemm", lastDim(l.getResult()));
+          })
+          .Case<MoeQExpertsOp>([&](MoeQExpertsOp m) {
+            return gemmVariants(t, "nvfp4_moe_gemv", "nvfp4_moe_gemm", lastDim(m.getResult()));
+          })
+          .Case<MoeExpertsOp>([&](MoeExpertsOp m) {
+            return gemmVariants(t, "dense_moe_gemv", "dense_moe_gemm", lastDim(m.getResult()));
+          })
+          .Case<AttentionOp>([&](AttentionOp a) {
+            // Decode-only steps split each sequence's context across blocks
+            // (split-K) so that few sequences still fill the SMs; prefill
+            // tiles 64 queries against 64 keys on tensor cores.
+            SmallVector<Variant> v = {
+                {kAnyTokens, "paged_attention",
+                 {{"head_dim", a.getHeadDim()}, {"query_tile", 64}, {"key_tile", 64},
+                  {"split_k_tokens", 512}}}};
+            return v;
+          })
+          .Case<AllReduceOp, AllGatherOp>([&](Operation *) {
+            SmallVector<Variant> v = {{kAnyTokens, "nccl", {}}};
+            return v;
+          })
+          .Default([&](Operation *o) {
+            // Element-wise and routing ops: one kernel, one warp per row.
+            StringRef name = o->getName().stripDialect();
+            SmallVector<Variant> v = {{kAnyTokens, name, {{"threads", 256}}}};
+            return v;
+          });
+  SmallVector<Attribute> attrs;
+  for (const Variant &v : variants)
+    attrs.push_back(toAttr(b, v));
+  return b.getArrayAttr(attrs);
+}
+
+} // namespace volt::kernels

@@ -1,0 +1,396 @@
+//===- LowerToVexec.cpp - the step as buffers and launches ---------------===//
+#include "dialects/Transforms/Passes.h"
+#include "dialects/Vexec/VexecOps.h"
+#include "dialects/Volt/VoltOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace volt {
+#define GEN_PASS_DEF_LOWERTOVEXEC
+#include "dialects/Transforms/Passes.h.inc"
+} // namespace volt
+
+using namespace mlir;
+namespace vx = volt::vexec;
+namespace vi = volt::ir;
+
+namespace {
+
+RankedTensorType ranked(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+int64_t elementBytes(Type t) {
+  if (t.isF32() || t.isInteger(32))
+    return 4;
+  if (t.isF16() || t.isBF16())
+    return 2;
+  return 1;
+}
+
+/// Lowers one `@step` function.
+class Lowering {
+public:
+  Lowering(ModuleOp module, func::FuncOp step)
+      : module_(module), step_(step), b_(module.getContext()),
+        loc_(UnknownLoc::get(module.getContext())) {}
+
+  LogicalResult run();
+
+private:
+  /// A readable name for what `op` computes.
+  std::string nameOf(Operation *op) {
+    if (auto loc = dyn_cast<NameLoc>(op->getLoc()))
+      return loc.getName().str();
+    return op->getName().stripDialect().str() + "." + std::to_string(counter_++);
+  }
+
+  Value alloc(StringRef name, Type dtype, int64_t perToken, int64_t fixed = 0) {
+    return b_.create<vx::AllocOp>(loc(), vx::BufferType::get(ctx()), b_.getStringAttr(name),
+                                  TypeAttr::get(dtype), b_.getI64IntegerAttr(perToken),
+                                  b_.getI64IntegerAttr(fixed), IntegerAttr());
+  }
+
+  /// The buffer of an activation result: `[?, cols]` per token, or the step
+  /// output when the function returns it.
+  Value resultBuffer(Value v, StringRef name) {
+    if (v == returned_)
+      return b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()),
+                                     b_.getStringAttr("logits"));
+    auto t = ranked(v);
+    int64_t perToken = elementBytes(t.getElementType());
+    for (int64_t d : t.getShape().drop_front())
+      perToken *= d;
+    Value buf = alloc(name, t.getElementType(), perToken);
+    buffers_[v] = buf;
+    return buf;
+  }
+
+  Value buffer(Value v) { return buffers_.lookup(v); }
+
+  /// Reuses `in`'s buffer for `out` (in-place ops); every other use of
+  /// `in` must come before `op`, since `op` overwrites it.
+  LogicalResult inPlace(Operation *op, Value in, Value out) {
+    for (Operation *user : in.getUsers())
+      if (user != op && !user->isBeforeInBlock(op))
+        return op->emitOpError()
+               << "updates its input in place, but the input is used after it";
+    buffers_[out] = buffer(in);
+    return success();
+  }
+
+  void launch(Operation *from, StringRef kind, ArrayRef<Value> operands,
+              ArrayRef<NamedAttribute> params, StringRef name = "") {
+    ArrayAttr kernels = from->getAttrOfType<ArrayAttr>("volt.kernels");
+    if (!kernels)
+      kernels = b_.getArrayAttr({});
+    b_.create<vx::LaunchOp>(loc(), b_.getStringAttr(kind), operands,
+                            b_.getDictionaryAttr(params), kernels,
+                            b_.getStringAttr(name.empty() ? nameOf(from) : name.str()));
+  }
+
+  /// A launch whose kernel is not one of `from`'s variants (MoE's align and
+  /// combine steps): one variant of the named kernel on GPU targets.
+  void launchAux(Operation *from, StringRef kind, StringRef kernel, ArrayRef<Value> operands,
+                 ArrayRef<NamedAttribute> params, StringRef name) {
+    ArrayAttr fromKernels = from->getAttrOfType<ArrayAttr>("volt.kernels");
+    SmallVector<Attribute> kernels;
+    if (fromKernels && !fromKernels.empty())
+      kernels.push_back(b_.getDictionaryAttr(
+          {b_.getNamedAttr("max_tokens", b_.getI64IntegerAttr(int64_t{1} << 30)),
+           b_.getNamedAttr("kernel", b_.getStringAttr(kernel)),
+           b_.getNamedAttr("threads", b_.getI64IntegerAttr(256))}));
+    b_.create<vx::LaunchOp>(loc(), b_.getStringAttr(kind), operands, b_.getDictionaryAttr(params),
+                            b_.getArrayAttr(kernels), b_.getStringAttr(name));
+  }
+
+  NamedAttribute i64(StringRef name, int64_t v) {
+    return b_.getNamedAttr(name, b_.getI64IntegerAttr(v));
+  }
+  NamedAttribute f32(StringRef name, float v) {
+    return b_.getNamedAttr(name, b_.getF32FloatAttr(v));
+  }
+  NamedAttribute flag(StringRef name, bool v) {
+    return b_.getNamedAttr(name, b_.getBoolAttr(v));
+  }
+  NamedAttribute str(StringRef name, StringRef v) {
+    return b_.getNamedAttr(name, b_.getStringAttr(v));
+  }
+
+  LogicalResult lowerWeight(Operation *op);
+  LogicalResult lowerOp(Operation *op);
+  LogicalResult lowerExperts(Operation *op, Value x, Value ids, Value weights, Value gateUp,
+                             Value down, bool quantized);
+
+  MLIRContext *ctx() { return module_.getContext(); }
+  Location loc() { return loc_; }
+
+  ModuleOp module_;
+  func::FuncOp step_;
+  OpBuilder b_;
+  Location loc_;
+  llvm::DenseMap<Value, Value> buffers_;
+  /// Attention metadata: the engine's per-step sequence layout.
+  Value slotMapping_, seqStarts_, contextLens_, blockTables_;
+  Value returned_;
+  int counter_ = 0;
+};
+
+LogicalResult Lowering::lowerWeight(Operation *op) {
+  bool nvfp4 = isa<vi::Nvfp4WeightOp>(op);
+  ArrayAttr names = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getNames() : cast<vi::WeightOp>(op).getNames();
+  DenseI64ArrayAttr partRows = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getPartRowsAttr()
+                                     : cast<vi::WeightOp>(op).getPartRowsAttr();
+  int64_t experts = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getExperts()
+                          : cast<vi::WeightOp>(op).getExperts();
+  ArrayAttr shards = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getShardsAttr()
+                           : cast<vi::WeightOp>(op).getShardsAttr();
+  SmallVector<int64_t> shape(ranked(op->getResult(0)).getShape());
+  if (nvfp4)
+    shape.back() *= 2;
+  // The entry is named after its first tensor; fused parts add their last
+  // path component ("...self_attn.q_proj|k_proj|v_proj").
+  std::string name = cast<StringAttr>(names[0]).getValue().str();
+  size_t parts = partRows.size();
+  for (size_t p = 1; p < parts; ++p) {
+    StringRef part = cast<StringAttr>(names[p]).getValue();
+    name += "|" + part.substr(part.rfind('.') + 1).str();
+  }
+  if (experts > 0)
+    name += " (" + std::to_string(experts) + " experts)";
+  Type dtype = nvfp4 ? Type(IntegerType::get(ctx(), 8, IntegerType::Unsigned))
+                     : ranked(op->getResult(0)).getElementType();
+  auto w = b_.create<vx::WeightOp>(
+      loc(), vx::BufferType::get(ctx()), b_.getStringAttr(name), names, partRows,
+      b_.getStringAttr(nvfp4 ? "nvfp4" : "dense"), TypeAttr::get(dtype),
+      b_.getDenseI64ArrayAttr(shape), b_.getI64IntegerAttr(experts),
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards);
+  for (Value r : op->getResults())
+    buffers_[r] = w;
+  return success();
+}
+
+LogicalResult Lowering::lowerExperts(Operation *op, Value x, Value ids, Value weights,
+                                     Value gateUp, Value down, bool quantized) {
+  std::string name = nameOf(op);
+  auto gu = ranked(gateUp).getShape(), d = ranked(down).getShape();
+  int64_t experts = gu[0], hidden = d[1], width = quantized ? d[2] * 2 : d[2];
+  int64_t k = ranked(ids).getShape().back();
+  Type f16 = b_.getF16Type(), i32 = b_.getI32Type();
+  Value order = alloc(name + ".order", i32, k * 4);
+  Value starts = alloc(name + ".expert_starts", i32, 0, (experts + 1) * 4);
+  launchAux(op, "MoeAlign", "moe_align", {buffer(ids), order, starts},
+            {i64("num_experts", experts), i64("top_k", k)}, name + ".align");
+  StringRef gemm = quantized ? "MoeGroupedQLinear" : "MoeGroupedLinear";
+  Value h = alloc(name + ".h", f16, k * width * 2);
+  launch(op, gemm, {buffer(x), order, starts, buffer(gateUp), h},
+         {i64("dim", hidden), i64("out_features", 2 * width), i64("num_experts", experts),
+          i64("top_k", k), flag("gather_tokens", true), str("epilogue", "silu_mul")},
+         name + ".gate_up");
+  Value y = alloc(name + ".down", f16, k * hidden * 2);
+  launch(op, gemm, {h, order, starts, buffer(down), y},
+         {i64("dim", width), i64("out_features", hidden), i64("num_experts", experts),
+          i64("top_k", k), flag("gather_tokens", false)},
+         name + ".down");
+  Value out = resultBuffer(op->getResult(0), name);
+  launchAux(op, "MoeCombine", "moe_combine", {y, order, buffer(weights), out},
+            {i64("dim", hidden), i64("top_k", k), flag("accumulate", false)}, name + ".combine");
+  return success();
+}
+
+LogicalResult Lowering::lowerOp(Operation *op) {
+  std::string name = nameOf(op);
+  auto outDtype = [&](Value v) {
+    return str("out_dtype", ranked(v).getElementType().isF32() ? "f32" : "f16");
+  };
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<vi::WeightOp, vi::Nvfp4WeightOp>([&](Operation *w) { return lowerWeight(w); })
+      .Case<vi::EmbeddingOp>([&](vi::EmbeddingOp e) {
+        Value out = resultBuffer(e.getResult(), name);
+        auto table = ranked(e.getTable()).getShape();
+        launch(op, "Embedding", {buffer(e.getTokens()), buffer(e.getTable()), out},
+               {i64("dim", table[1]), i64("vocab_rows", table[0]),
+                flag("vocab_parallel", e.getVocabParallel())});
+        return success();
+      })
+      .Case<vi::RmsNormOp>([&](vi::RmsNormOp n) {
+        Value out = resultBuffer(n.getResult(), name);
+        launch(op, "RmsNorm", {buffer(n.getX()), buffer(n.getWeight()), out},
+               {i64("dim", ranked(n.getX()).getShape().back()),
+                f32("eps", n.getEps().convertToFloat())});
+        return success();
+      })
+      .Case<vi::AddRmsNormOp>([&](vi::AddRmsNormOp n) -> LogicalResult {
+        Value out = resultBuffer(n.getResult(), name);
+        if (failed(inPlace(op, n.getResidual(), n.getResidualOut())))
+          return failure();
+        launch(op, "AddRmsNorm",
+               {buffer(n.getX()), buffer(n.getResidual()), buffer(n.getWeight()), out},
+               {i64("dim", ranked(n.getX()).getShape().back()),
+                f32("eps", n.getEps().convertToFloat())});
+        return success();
+      })
+      .Case<vi::LinearOp>([&](vi::LinearOp l) {
+        Value out = resultBuffer(l.getResult(), name);
+        SmallVector<Value> operands = {buffer(l.getX()), buffer(l.getWeight())};
+        if (l.getBias())
+          operands.push_back(buffer(l.getBias()));
+        operands.push_back(out);
+        auto w = ranked(l.getWeight()).getShape();
+        launch(op, "Linear", operands,
+               {i64("dim", w[1]), i64("out_features", w[0]), outDtype(l.getResult())});
+        return success();
+      })
+      .Case<vi::QLinearOp>([&](vi::QLinearOp q) {
+        Value out = resultBuffer(q.getResult(), name);
+        SmallVector<Value> operands = {buffer(q.getX()), buffer(q.getPacked())};
+        if (q.getBias())
+          operands.push_back(buffer(q.getBias()));
+        operands.push_back(out);
+        auto p = ranked(q.getPacked()).getShape();
+        SmallVector<NamedAttribute> params = {i64("dim", p[1] * 2), i64("out_features", p[0]),
+                                              outDtype(q.getResult())};
+        if (q.getEpilogue())
+          params.push_back(str("epilogue", *q.getEpilogue()));
+        launch(op, "QLinear", operands, params);
+        return success();
+      })
+      .Case<vi::QkNormRopeOp>([&](vi::QkNormRopeOp r) -> LogicalResult {
+        if (failed(inPlace(op, r.getQkv(), r.getResult())))
+          return failure();
+        SmallVector<Value> operands = {buffer(r.getQkv()), buffer(r.getPositions())};
+        if (r.getQWeight()) {
+          operands.push_back(buffer(r.getQWeight()));
+          operands.push_back(buffer(r.getKWeight()));
+        }
+        launch(op, "QkNormRope", operands,
+               {i64("num_heads", r.getNumHeads()), i64("num_kv_heads", r.getNumKvHeads()),
+                i64("head_dim", r.getHeadDim()), f32("eps", r.getEps().convertToFloat()),
+                f32("rope_theta", r.getTheta().convertToFloat())});
+        return success();
+      })
+      .Case<vi::AttentionOp>([&](vi::AttentionOp a) {
+        Value out = resultBuffer(a.getResult(), name);
+        Value kv = b_.create<vx::KvCacheOp>(loc(), vx::BufferType::get(ctx()),
+                                            b_.getI64IntegerAttr(a.getLayer()));
+        launch(op, "Attention",
+               {buffer(a.getQkv()), kv, slotMapping_, seqStarts_, contextLens_, blockTables_,
+                out},
+               {i64("num_heads", a.getNumHeads()), i64("num_kv_heads", a.getNumKvHeads()),
+                i64("head_dim", a.getHeadDim()), i64("layer", a.getLayer())});
+        return success();
+      })
+      .Case<vi::SiluMulOp>([&](vi::SiluMulOp s) {
+        Value out = resultBuffer(s.getResult(), name);
+        launch(op, "SiluMul", {buffer(s.getX()), out},
+               {i64("dim", ranked(s.getResult()).getShape().back())});
+        return success();
+      })
+      .Case<vi::MoeRouterOp>([&](vi::MoeRouterOp r) {
+        Value ids = resultBuffer(r.getIds(), name + ".ids");
+        Value weights = resultBuffer(r.getWeights(), name + ".weights");
+        launch(op, "MoeRouter", {buffer(r.getLogits()), ids, weights},
+               {i64("num_experts", ranked(r.getLogits()).getShape().back()),
+                i64("top_k", r.getTopK()), flag("renormalize", r.getRenormalize())});
+        return success();
+      })
+      .Case<vi::MoeQExpertsOp>([&](vi::MoeQExpertsOp m) {
+        return lowerExperts(op, m.getX(), m.getIds(), m.getWeights(), m.getGateUpPacked(),
+                            m.getDownPacked(), true);
+      })
+      .Case<vi::MoeExpertsOp>([&](vi::MoeExpertsOp m) {
+        return lowerExperts(op, m.getX(), m.getIds(), m.getWeights(), m.getGateUp(),
+                            m.getDown(), false);
+      })
+      .Case<vi::SigmoidGateAddOp>([&](vi::SigmoidGateAddOp g) -> LogicalResult {
+        if (failed(inPlace(op, g.getX(), g.getResult())))
+          return failure();
+        launch(op, "SigmoidGateAdd", {buffer(g.getX()), buffer(g.getValue()), buffer(g.getGate())},
+               {i64("dim", ranked(g.getX()).getShape().back())});
+        return success();
+      })
+      .Case<vi::AllReduceOp>([&](vi::AllReduceOp r) -> LogicalResult {
+        if (failed(inPlace(op, r.getX(), r.getResult())))
+          return failure();
+        launch(op, "AllReduce", {buffer(r.getX())},
+               {i64("dim", ranked(r.getX()).getShape().back())});
+        return success();
+      })
+      .Case<vi::AllGatherOp>([&](vi::AllGatherOp g) {
+        Value out = resultBuffer(g.getResult(), name);
+        launch(op, "AllGather", {buffer(g.getX()), out},
+               {i64("dim", ranked(g.getX()).getShape().back()), i64("parts", g.getParts())});
+        return success();
+      })
+      .Case<vi::GatherRowsOp>([&](vi::GatherRowsOp g) {
+        Value out = resultBuffer(g.getResult(), name);
+        launch(op, "GatherRows", {buffer(g.getX()), buffer(g.getRows()), out},
+               {i64("dim", ranked(g.getX()).getShape().back())});
+        return success();
+      })
+      .Case<func::ReturnOp>([&](func::ReturnOp) { return success(); })
+      .Case<vi::DequantOp>([&](vi::DequantOp d) {
+        return d.emitOpError() << "must be fused into its GEMM before lowering "
+                                  "(--volt-fuse-dequant-into-gemm)";
+      })
+      .Case<vi::AddOp, vi::QkNormOp, vi::RopeOp>([&](Operation *o) {
+        return o->emitOpError() << "must be fused before lowering (--volt-fuse-elementwise)";
+      })
+      .Default([&](Operation *o) {
+        return o->emitOpError() << "has no lowering to vexec";
+      });
+}
+
+LogicalResult Lowering::run() {
+  if (step_.getNumResults() != 1)
+    return step_.emitOpError() << "must return the logits";
+  returned_ = step_.getBody().back().getTerminator()->getOperand(0);
+  b_.setInsertionPointToEnd(module_.getBody());
+  auto fn = b_.create<func::FuncOp>(step_.getLoc(), "step_vexec",
+                                    b_.getFunctionType({}, {}));
+  Block *body = fn.addEntryBlock();
+  b_.setInsertionPointToStart(body);
+  auto input = [&](StringRef name) {
+    return b_.create<vx::InputOp>(loc(), vx::BufferType::get(ctx()), b_.getStringAttr(name))
+        .getResult();
+  };
+  for (BlockArgument arg : step_.getArguments()) {
+    auto role = step_.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "volt.input");
+    if (!role)
+      return step_.emitOpError() << "argument " << arg.getArgNumber()
+                                 << " has no volt.input role";
+    if (role.getValue() == "attention") {
+      slotMapping_ = input("slot_mapping");
+      seqStarts_ = input("seq_starts");
+      contextLens_ = input("context_lens");
+      blockTables_ = input("block_tables");
+      continue;
+    }
+    buffers_[arg] = input(role.getValue());
+  }
+  for (Operation &op : step_.getBody().front())
+    if (failed(lowerOp(&op)))
+      return failure();
+  b_.create<func::ReturnOp>(loc());
+  StringAttr name = step_.getSymNameAttr();
+  step_.erase();
+  fn.setSymName(name);
+  return success();
+}
+
+struct LowerToVexecPass : volt::impl::LowerToVexecBase<LowerToVexecPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("step");
+    if (!step) {
+      module.emitError() << "no @step function to lower";
+      return signalPassFailure();
+    }
+    Lowering lowering(module, step);
+    if (failed(lowering.run()))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,203 @@
+//===- PlanMemory.cpp - the arena, the weights and the KV cache ----------===//
+//
+// Sizes every buffer at the largest step, places them in one arena by
+// liveness, and gives the KV cache what is left of the memory budget. The
+// result is the module attribute `vexec.memory`, which `voltc compile
+// --emit=memory` prints and the plan records; a deployment that cannot
+// hold one full-length sequence fails here, at compile time, with the
+// arithmetic and what to change.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Transforms/MemoryPlanner.h"
+#include "dialects/Transforms/Passes.h"
+#include "dialects/Vexec/VexecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace volt {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "dialects/Transforms/Passes.h.inc"
+} // namespace volt
+
+using namespace mlir;
+namespace vx = volt::vexec;
+
+namespace {
+
+int64_t intAttr(DictionaryAttr dict, StringRef name) {
+  auto a = dict ? dict.getAs<IntegerAttr>(name) : IntegerAttr();
+  return a ? a.getInt() : 0;
+}
+
+double floatAttr(DictionaryAttr dict, StringRef name) {
+  auto a = dict ? dict.getAs<FloatAttr>(name) : FloatAttr();
+  return a ? a.getValueAsDouble() : 0.0;
+}
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return buf;
+}
+
+/// Bytes of one weight entry in the pack: dense elements, or NVFP4 packed
+/// data plus block scales, aligned.
+int64_t packedBytes(vx::WeightOp w) {
+  int64_t elements = 1;
+  for (int64_t d : w.getShape())
+    elements *= d;
+  if (w.getLayout() == "nvfp4")
+    return volt::memory::alignUp(elements / 2) + volt::memory::alignUp(elements / 16);
+  int64_t elem = w.getDtype().isF32() ? 4 : 2;
+  return volt::memory::alignUp(elements * elem);
+}
+
+struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>("step");
+    auto deployment = module->getAttrOfType<DictionaryAttr>("volt.deployment");
+    auto target = module->getAttrOfType<DictionaryAttr>("volt.target");
+    if (!step || !deployment || !target) {
+      module.emitError() << "memory planning needs a lowered @step and the module's "
+                            "volt.deployment and volt.target attributes";
+      return signalPassFailure();
+    }
+    int64_t maxTokens = intAttr(deployment, "max_num_batched_tokens");
+    int64_t maxModelLen = intAttr(deployment, "max_model_len");
+    int64_t blockSize = intAttr(deployment, "kv_block_size");
+    int64_t tp = std::max<int64_t>(1, intAttr(deployment, "tensor_parallel_size"));
+    double utilization = floatAttr(deployment, "gpu_memory_utilization");
+    int64_t memory = intAttr(target, "memory_bytes");
+    int64_t contextBytes = intAttr(target, "cuda_context_bytes");
+    int64_t ncclBytes = tp > 1 ? intAttr(target, "nccl_bytes") : 0;
+    if (maxTokens <= 0 || maxModelLen <= 0 || blockSize <= 0 || memory <= 0) {
+      module.emitError() << "volt.deployment / volt.target lack the sizes memory planning needs";
+      return signalPassFailure();
+    }
+
+    // Liveness: the launches that use each arena buffer.
+    SmallVector<vx::AllocOp> allocs;
+    llvm::DenseMap<Operation *, size_t> allocIndex;
+    step.walk([&](vx::AllocOp a) {
+      allocIndex[a] = allocs.size();
+      allocs.push_back(a);
+    });
+    std::vector<volt::memory::Interval> intervals(allocs.size());
+    for (size_t i = 0; i < allocs.size(); ++i) {
+      int64_t bytes = allocs[i].getPerTokenBytes() * maxTokens + allocs[i].getFixedBytes();
+      intervals[i] = {volt::memory::alignUp(bytes), INT64_MAX, -1};
+    }
+    int64_t launchIndex = 0;
+    int64_t kvLayers = 0, kvHeads = 0, headDim = 0;
+    std::set<int64_t> layers;
+    step.walk([&](vx::LaunchOp launch) {
+      for (Value v : launch.getOperands_()) {
+        auto a = v.getDefiningOp<vx::AllocOp>();
+        if (!a)
+          continue;
+        auto &in = intervals[allocIndex[a]];
+        in.first = std::min(in.first, launchIndex);
+        in.last = std::max(in.last, launchIndex);
+      }
+      if (launch.getKind() == "Attention") {
+        kvHeads = launch.getParams().getAs<IntegerAttr>("num_kv_heads").getInt();
+        headDim = launch.getParams().getAs<IntegerAttr>("head_dim").getInt();
+        layers.insert(launch.getParams().getAs<IntegerAttr>("layer").getInt());
+      }
+      ++launchIndex;
+    });
+    kvLayers = static_cast<int64_t>(layers.size());
+    for (size_t i = 0; i < allocs.size(); ++i)
+      if (intervals[i].last < 0) {
+        allocs[i].emitOpError() << "is never used by a launch";
+        return signalPassFailure();
+      }
+
+    volt::memory::Placement placement = volt::memory::place(intervals);
+    Builder b(&getContext());
+    for (size_t i = 0; i < allocs.size(); ++i)
+      allocs[i].setOffsetAttr(b.getI64IntegerAttr(placement.offsets[i]));
+
+    int64_t weightBytes = 0;
+    step.walk([&](vx::WeightOp w) { weightBytes += packedBytes(w); });
+    int64_t workspaceBytes = 0;
+    int64_t budget = static_cast<int64_t>(std::floor(utilization * static_cast<double>(memory)));
+    int64_t kvBlockBytes = kvLayers * 2 * blockSize * kvHeads * headDim * 2;
+    int64_t left = budget - contextBytes - ncclBytes - weightBytes - placement.arenaBytes -
+                   workspaceBytes;
+    int64_t blocksPerSeq = (maxModelLen + blockSize - 1) / blockSize;
+    int64_t blocks = kvBlockBytes > 0 && left > 0 ? left / kvBlockBytes : 0;
+    int64_t maxSeqs = std::max<int64_t>(1, intAttr(deployment, "max_num_seqs"));
+
+    if (blocks < blocksPerSeq) {
+      InFlightDiagnostic diag = module.emitError();
+      diag << "the deployment does not fit: " << tp << " x "
+           << target.getAs<StringAttr>("name").getValue()
+           << " cannot hold the KV cache of one " << maxModelLen << "-token sequence\n";
+      auto row = [&](const std::string &what, int64_t bytes) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "  %-34s %12s\n", what.c_str(), gib(bytes).c_str());
+        diag << buf;
+      };
+      row("weights (per GPU)", weightBytes);
+      row("activation arena (" + std::to_string(maxTokens) + " tokens)",
+          placement.arenaBytes);
+      row("CUDA context", contextBytes);
+      if (ncclBytes)
+        row("NCCL buffers", ncclBytes);
+      row("KV cache, one full-length sequence", blocksPerSeq * kvBlockBytes);
+      row("needed", weightBytes + placement.arenaBytes + contextBytes + ncclBytes +
+                        blocksPerSeq * kvBlockBytes);
+      char util[64];
+      std::snprintf(util, sizeof util, "available (gpu_memory_utilization %.2f)", utilization);
+      row(util, budget);
+      diag << "what would make it fit:";
+      int64_t fitLen = std::max<int64_t>(0, blocks) * blockSize;
+      if (fitLen > 0)
+        diag << "\n  max_model_len: " << fitLen << " (the longest sequence that fits)";
+      if (tp < 8)
+        diag << "\n  tensor_parallel_size: " << tp * 2 << " (weights and KV heads split further)";
+      if (maxTokens > 512)
+        diag << "\n  max_num_batched_tokens: " << maxTokens / 2 << " (a smaller arena)";
+      if (utilization < 0.95)
+        diag << "\n  gpu_memory_utilization: 0.95";
+      diag << "\n  a SKU with more memory";
+      return signalPassFailure();
+    }
+
+    // More than max_num_seqs full-length sequences can never be resident at
+    // once; memory beyond that stays free.
+    blocks = std::min(blocks, maxSeqs * blocksPerSeq);
+
+    module->setAttr(
+        "vexec.memory",
+        b.getDictionaryAttr({
+            b.getNamedAttr("device_bytes", b.getI64IntegerAttr(memory)),
+            b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(budget)),
+            b.getNamedAttr("cuda_context_bytes", b.getI64IntegerAttr(contextBytes)),
+            b.getNamedAttr("nccl_bytes", b.getI64IntegerAttr(ncclBytes)),
+            b.getNamedAttr("weight_bytes", b.getI64IntegerAttr(weightBytes)),
+            b.getNamedAttr("arena_bytes", b.getI64IntegerAttr(placement.arenaBytes)),
+            b.getNamedAttr("arena_lower_bound", b.getI64IntegerAttr(placement.lowerBound)),
+            b.getNamedAttr("workspace_bytes", b.getI64IntegerAttr(workspaceBytes)),
+            b.getNamedAttr("kv_layers", b.getI64IntegerAttr(kvLayers)),
+            b.getNamedAttr("kv_heads", b.getI64IntegerAttr(kvHeads)),
+            b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim)),
+            b.getNamedAttr("kv_block_size", b.getI64IntegerAttr(blockSize)),
+            b.getNamedAttr("kv_block_bytes", b.getI64IntegerAttr(kvBlockBytes)),
+            b.getNamedAttr("kv_blocks", b.getI64IntegerAttr(blocks)),
+            b.getNamedAttr("kv_bytes", b.getI64IntegerAttr(blocks * kvBlockBytes)),
+            b.getNamedAttr("max_blocks_per_seq", b.getI64IntegerAttr(blocksPerSeq)),
+            b.getNamedAttr("max_num_batched_tokens", b.getI64IntegerAttr(maxTokens)),
+        }));
+  }
+};
+
+} // namespace

@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <cstdio>
+
 namespace volt {
 #define GEN_PASS_DEF_LEGALIZEDTYPES
 #include "dialects/Transforms/Passes.h.inc"
@@ -52,11 +54,15 @@ struct LegalizeDtypesPass : volt::impl::LegalizeDtypesBase<LegalizeDtypesPass> {
         float absMax = w.getMaxAbs() ? w.getMaxAbs()->convertToFloat() : 0.0f;
         Type to = f16;
         if (absMax > kF16Max) {
-          if (!allowFp32Weights)
-            return w.emitError()
-                   << "weight '" << cast<StringAttr>(w.getNames()[0]).getValue()
-                   << "' holds values up to " << absMax << ", beyond FP16's largest " << kF16Max
-                   << "; the kernels compute in FP16 (allow FP32 weights to keep it in FP32)";
+          if (!allowFp32Weights) {
+            char text[160];
+            std::snprintf(text, sizeof text,
+                          "' holds values up to %g, beyond FP16's largest %g; the kernels "
+                          "compute in FP16 (allow FP32 weights to keep it in FP32)",
+                          absMax, kF16Max);
+            return w.emitError() << "weight '"
+                                 << cast<StringAttr>(w.getNames()[0]).getValue() << text;
+          }
           to = f32;
         }
         Value(w.getResult()).setType(withElement(w.getType(), to));

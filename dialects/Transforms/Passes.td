@@ -89,6 +89,7 @@ def LowerToVexec : Pass<"volt-lower-to-vexec", "mlir::ModuleOp"> {
     variants. Ops that update a value in place (QK-norm + RoPE, the residual
     of add_rms_norm, collectives) reuse their input's buffer.
   }];
+  let dependentDialects = ["::volt::vexec::VexecDialect"];
 }
 
 def PlanMemory : Pass<"vexec-plan-memory", "mlir::ModuleOp"> {

@@ -137,18 +137,17 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     int64_t maxSeqs = std::max<int64_t>(1, intAttr(deployment, "max_num_seqs"));
 
     if (blocks < blocksPerSeq) {
-      InFlightDiagnostic diag = module.emitError();
-      diag << "the deployment does not fit: " << tp << " x "
-           << target.getAs<StringAttr>("name").getValue()
-           << " cannot hold the KV cache of one " << maxModelLen << "-token sequence\n";
+      std::string text = "the deployment does not fit: " + std::to_string(tp) + " x " +
+                         target.getAs<StringAttr>("name").getValue().str() +
+                         " cannot hold the KV cache of one " + std::to_string(maxModelLen) +
+                         "-token sequence\n";
       auto row = [&](const std::string &what, int64_t bytes) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "  %-34s %12s\n", what.c_str(), gib(bytes).c_str());
-        diag << buf;
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "  %-40s %12s\n", what.c_str(), gib(bytes).c_str());
+        text += buf;
       };
       row("weights (per GPU)", weightBytes);
-      row("activation arena (" + std::to_string(maxTokens) + " tokens)",
-          placement.arenaBytes);
+      row("activation arena (" + std::to_string(maxTokens) + " tokens)", placement.arenaBytes);
       row("CUDA context", contextBytes);
       if (ncclBytes)
         row("NCCL buffers", ncclBytes);
@@ -158,17 +157,20 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       char util[64];
       std::snprintf(util, sizeof util, "available (gpu_memory_utilization %.2f)", utilization);
       row(util, budget);
-      diag << "what would make it fit:";
+      text += "what would make it fit:";
       int64_t fitLen = std::max<int64_t>(0, blocks) * blockSize;
       if (fitLen > 0)
-        diag << "\n  max_model_len: " << fitLen << " (the longest sequence that fits)";
+        text += "\n  max_model_len: " + std::to_string(fitLen) + " (the longest sequence that fits)";
       if (tp < 8)
-        diag << "\n  tensor_parallel_size: " << tp * 2 << " (weights and KV heads split further)";
+        text += "\n  tensor_parallel_size: " + std::to_string(tp * 2) +
+                " (weights and KV heads split further)";
       if (maxTokens > 512)
-        diag << "\n  max_num_batched_tokens: " << maxTokens / 2 << " (a smaller arena)";
+        text += "\n  max_num_batched_tokens: " + std::to_string(maxTokens / 2) +
+                " (a smaller activation arena)";
       if (utilization < 0.95)
-        diag << "\n  gpu_memory_utilization: 0.95";
-      diag << "\n  a SKU with more memory";
+        text += "\n  gpu_memory_utilization: 0.95";
+      text += "\n  a SKU with more memory";
+      module.emitError() << text;
       return signalPassFailure();
     }
 

@@ -1,0 +1,56 @@
+// RUN: volt-opt %s -split-input-file --vexec-plan-memory -verify-diagnostics | FileCheck %s
+
+// Buffers live at the same time never share bytes; a buffer that dies
+// before another is born lends it its bytes. At 100 tokens: a = 25600 B,
+// b = 51200 B, c = 25600 B (aligned to 256). a and b overlap in time,
+// c starts after a died and reuses its offset. Arena 76800 = lower bound.
+// KV: 2 layers x K,V x 16 tokens x 2 heads x 8 dims x 2 bytes = 2048 B/block;
+// 2 MiB budget holds 986 blocks, capped at 8 sequences x 16 blocks = 128.
+// CHECK-LABEL: module attributes
+// CHECK-SAME: vexec.memory = {arena_bytes = 76800 : i64, arena_lower_bound = 76800 : i64
+// CHECK-SAME: kv_block_bytes = 2048 : i64{{.*}}kv_blocks = 128 : i64
+// CHECK-DAG: vexec.alloc {{{.*}}name = "a", offset = 51200 : i64, per_token_bytes = 256 : i64}
+// CHECK-DAG: vexec.alloc {{{.*}}name = "b", offset = 0 : i64, per_token_bytes = 512 : i64}
+// CHECK-DAG: vexec.alloc {{{.*}}name = "c", offset = 51200 : i64, per_token_bytes = 256 : i64}
+module attributes {
+    volt.deployment = {max_num_batched_tokens = 100 : i64, max_model_len = 256 : i64, kv_block_size = 16 : i64,
+                       max_num_seqs = 8 : i64, tensor_parallel_size = 1 : i64, gpu_memory_utilization = 0.5 : f64},
+    volt.target = {name = "test", memory_bytes = 4194304 : i64, cuda_context_bytes = 0 : i64, nccl_bytes = 0 : i64}} {
+  func.func @step() {
+    %tok = vexec.input {name = "tokens"} : !vexec.buffer
+    %a = vexec.alloc {name = "a", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
+    %b = vexec.alloc {name = "b", dtype = f16, per_token_bytes = 512 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
+    %c = vexec.alloc {name = "c", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
+    %kv0 = vexec.kv_cache {layer = 0 : i64} : !vexec.buffer
+    %kv1 = vexec.kv_cache {layer = 1 : i64} : !vexec.buffer
+    vexec.launch "SiluMul"(%tok, %a) {params = {}, kernels = [], name = "0"} : !vexec.buffer, !vexec.buffer
+    vexec.launch "SiluMul"(%a, %b) {params = {}, kernels = [], name = "1"} : !vexec.buffer, !vexec.buffer
+    vexec.launch "Attention"(%b, %kv0, %tok, %tok, %tok, %tok, %c)
+        {params = {num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 0 : i64}, kernels = [], name = "2"}
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+    vexec.launch "Attention"(%c, %kv1, %tok, %tok, %tok, %tok, %c)
+        {params = {num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 1 : i64}, kernels = [], name = "3"}
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+    return
+  }
+}
+
+// -----
+
+// A deployment that cannot hold one full-length sequence fails with the
+// arithmetic and what would make it fit.
+// expected-error-re @+1 {{the deployment does not fit: 1 x tiny cannot hold the KV cache of one 65536-token sequence{{.*}}max_model_len: 496 (the longest sequence that fits)}}
+module attributes {
+    volt.deployment = {max_num_batched_tokens = 16 : i64, max_model_len = 65536 : i64, kv_block_size = 16 : i64,
+                       max_num_seqs = 8 : i64, tensor_parallel_size = 1 : i64, gpu_memory_utilization = 0.5 : f64},
+    volt.target = {name = "tiny", memory_bytes = 4194304 : i64, cuda_context_bytes = 0 : i64, nccl_bytes = 0 : i64}} {
+  func.func @step() {
+    %tok = vexec.input {name = "tokens"} : !vexec.buffer
+    %a = vexec.alloc {name = "a", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
+    %kv0 = vexec.kv_cache {layer = 0 : i64} : !vexec.buffer
+    vexec.launch "Attention"(%tok, %kv0, %tok, %tok, %tok, %tok, %a)
+        {params = {num_kv_heads = 32 : i64, head_dim = 32 : i64, layer = 0 : i64}, kernels = [], name = "0"}
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+    return
+  }
+}

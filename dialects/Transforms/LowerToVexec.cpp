@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace volt {
@@ -59,10 +60,22 @@ private:
       return b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()),
                                      b_.getStringAttr("logits"));
     auto t = ranked(v);
-    int64_t perToken = elementBytes(t.getElementType());
+    int64_t perRow = elementBytes(t.getElementType());
     for (int64_t d : t.getShape().drop_front())
-      perToken *= d;
-    Value buf = alloc(name, t.getElementType(), perToken);
+      perRow *= d;
+    // Rows selected per sequence (gather_rows, and what is computed from
+    // them: the LM head) number at most max_num_seqs, not T.
+    bool perSequence = false;
+    if (Operation *def = v.getDefiningOp())
+      for (Value in : def->getOperands())
+        perSequence |= perSequence_.contains(in) || isa_and_nonnull<vi::GatherRowsOp>(def);
+    if (perSequence && maxNumSeqs_ > 0) {
+      perSequence_.insert(v);
+      Value buf = alloc(name, t.getElementType(), 0, perRow * maxNumSeqs_);
+      buffers_[v] = buf;
+      return buf;
+    }
+    Value buf = alloc(name, t.getElementType(), perRow);
     buffers_[v] = buf;
     return buf;
   }
@@ -135,6 +148,9 @@ private:
   Value slotMapping_, seqStarts_, contextLens_, blockTables_;
   Value returned_;
   int counter_ = 0;
+  /// max_num_seqs of the deployment (0: unknown, size everything per token).
+  int64_t maxNumSeqs_ = 0;
+  llvm::DenseSet<Value> perSequence_;
 };
 
 LogicalResult Lowering::lowerWeight(Operation *op) {
@@ -346,6 +362,9 @@ LogicalResult Lowering::run() {
   if (step_.getNumResults() != 1)
     return step_.emitOpError() << "must return the logits";
   returned_ = step_.getBody().back().getTerminator()->getOperand(0);
+  if (auto deployment = module_->getAttrOfType<DictionaryAttr>("volt.deployment"))
+    if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"))
+      maxNumSeqs_ = seqs.getInt();
   b_.setInsertionPointToEnd(module_.getBody());
   auto fn = b_.create<func::FuncOp>(step_.getLoc(), "step_vexec",
                                     b_.getFunctionType({}, {}));

@@ -11,12 +11,17 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace volt::cpu::detail {
 
 /// Lanes of every reduction.
 inline constexpr int kLanes = 16;
+
+/// silu(g) * u = g / (1 + exp(-g)) * u, as SiluMul and the GEMMs' fused
+/// SiluMul epilogue both compute it.
+inline float siluTimes(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
 
 /// FP16 bits to FP32, exactly (the same values as volt::halfToFloat).
 void halfToFloat(const uint16_t *in, float *out, int64_t n);

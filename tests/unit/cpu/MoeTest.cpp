@@ -156,7 +156,7 @@ ExpertWeights makeExperts(int64_t experts, int64_t hidden, int64_t inter, std::m
 TEST(MoeGroupedQLinear, EachRowIsTheExpertsQLinear) {
   std::mt19937 rng(83);
   ThreadPool pool(3);
-  const int64_t tokens = 7, k = 2, experts = 5, hidden = 32, inter = 24;
+  const int64_t tokens = 7, k = 2, experts = 5, hidden = 32, inter = 48;
   ExpertWeights w = makeExperts(experts, hidden, inter, rng);
   std::vector<int32_t> ids(static_cast<size_t>(tokens * k));
   for (auto &id : ids)

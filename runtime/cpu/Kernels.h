@@ -46,4 +46,9 @@ float sumSquares(const float *a, int64_t n);
 /// out[i] = e2m1(element i) * e4m3(scale of block i / 16), which is exact.
 void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, float *out);
 
+/// The version of decodeNvfp4Row that CPUs without AVX-512 run (visible so
+/// that it is tested on any machine).
+void decodeNvfp4RowWithTable(const uint8_t *packed, const uint8_t *scales, int64_t cols,
+                             float *out);
+
 } // namespace volt::cpu::detail

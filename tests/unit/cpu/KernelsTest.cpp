@@ -106,8 +106,13 @@ TEST(Kernels, Nvfp4RowDecodesEveryElementAndScaleCode) {
     for (int j = 0; j < 8; ++j)
       packed[static_cast<size_t>(b * 8 + j)] = static_cast<uint8_t>((2 * j) | (2 * j + 1) << 4);
   }
-  std::vector<float> got(static_cast<size_t>(cols));
+  std::vector<float> got(static_cast<size_t>(cols)), table(got.size());
   detail::decodeNvfp4Row(packed.data(), scales.data(), cols, got.data());
+  detail::decodeNvfp4RowWithTable(packed.data(), scales.data(), cols, table.data());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(table[i]) ||
+                (std::isnan(got[i]) && std::isnan(table[i])))
+        << "element " << i << ": the two decoders differ";
   for (int b = 0; b < 256; ++b) {
     for (int j = 0; j < 16; ++j) {
       float want =

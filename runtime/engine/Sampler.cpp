@@ -2,6 +2,7 @@
 #include "runtime/engine/Sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -22,6 +23,104 @@ uint64_t mix64(uint64_t x) {
   return x;
 }
 
+// exp(x) for x <= 0 without calls or branches, so that loops over the
+// vocabulary vectorize: x = n ln2 + r with n rounded to nearest (the
+// 1.5 * 2^23 trick), Cephes' expf polynomial for e^r, 2^n from the exponent
+// bits. Relative error about 1e-7; 0 below -87 (e^-87 is about 1.6e-38)
+// and for NaN.
+inline float expNonPositive(float x) {
+  float clamped = x > -87.0f ? x : -87.0f;
+  float rounded = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = clamped - rounded * 0.693359375f;
+  r = r + rounded * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float e = p * r * r + r + 1.0f;
+  float scale = std::bit_cast<float>((int32_t(rounded) + 127) << 23);
+  return x > -87.0f ? e * scale : 0.0f;
+}
+
+// The loops over the whole vocabulary get an AVX2 version too, picked at
+// load time where the CPU has it (GCC function multiversioning).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VOLT_VOCAB_LOOP __attribute__((target_clones("avx2", "default")))
+#else
+#define VOLT_VOCAB_LOOP
+#endif
+
+// The largest value, NaN ignored; eight lanes so that it vectorizes.
+VOLT_VOCAB_LOOP float maxOf(std::span<const float> x) {
+  float lane[8];
+  std::fill(lane, lane + 8, kNegInf);
+  size_t i = 0;
+  for (; i + 8 <= x.size(); i += 8)
+    for (int j = 0; j < 8; ++j)
+      lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float m = kNegInf;
+  for (; i < x.size(); ++i)
+    m = x[i] > m ? x[i] : m;
+  for (float v : lane)
+    m = v > m ? v : m;
+  return m;
+}
+
+// Sum of non-negative values, eight float lanes per 4096 then double.
+VOLT_VOCAB_LOOP double sumOf(std::span<const float> x) {
+  double total = 0;
+  for (size_t base = 0; base < x.size(); base += 4096) {
+    size_t end = std::min(x.size(), base + 4096);
+    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    size_t i = base;
+    for (; i + 8 <= end; i += 8)
+      for (int j = 0; j < 8; ++j)
+        lane[j] += x[i + j];
+    for (; i < end; ++i)
+      total += x[i];
+    for (float v : lane)
+      total += v;
+  }
+  return total;
+}
+
+// w[i] = exp(x[i] - shift), or 0 where that is below `floor`; returns the sum.
+VOLT_VOCAB_LOOP double expWeights(std::span<const float> x, float shift, float floor,
+                                  std::span<float> w) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    float v = expNonPositive(x[i] - shift);
+    w[i] = v >= floor ? v : 0.0f;
+  }
+  return sumOf(w.first(x.size()));
+}
+
+VOLT_VOCAB_LOOP void divideAll(std::span<float> x, float by) {
+  for (float &v : x)
+    v /= by;
+}
+
+// The first index holding the largest value, or -1 when none is finite
+// or infinite (all NaN). The maximum of each chunk is found vectorized;
+// only the first chunk holding the overall maximum is scanned.
+int32_t argmax(std::span<const float> x) {
+  constexpr size_t kChunk = 2048;
+  float best = kNegInf;
+  size_t bestChunk = 0;
+  for (size_t base = 0; base < x.size(); base += kChunk) {
+    float m = maxOf(x.subspan(base, std::min(kChunk, x.size() - base)));
+    if (m > best) {
+      best = m;
+      bestChunk = base;
+    }
+  }
+  if (!(best > kNegInf))
+    return -1;
+  auto chunk = x.subspan(bestChunk, std::min(kChunk, x.size() - bestChunk));
+  return int32_t(bestChunk + (std::find(chunk.begin(), chunk.end(), best) - chunk.begin()));
+}
+
 // Larger weight first; equal weights: lower id first, so that the order
 // (and with it the token a draw selects) never depends on the sort.
 void sortDescending(std::vector<int32_t> &ids, std::vector<float> &weights) {
@@ -37,25 +136,32 @@ void sortDescending(std::vector<int32_t> &ids, std::vector<float> &weights) {
   }
 }
 
-// The k-th largest value (NaN counts as -inf), or -inf when fewer than k
-// values are finite-or-infinite.
+// The k-th largest value (NaN ignored), or -inf when fewer than k values
+// are not NaN. For small k, a min-heap of the k largest so far; its
+// smallest value is kept in a register, so that the scan is one compare
+// per value once the heap is full.
 float kthLargest(std::span<const float> x, int32_t k, std::vector<float> &scratch) {
   scratch.clear();
-  if (k <= 256) {
+  if (k <= 1024) {
     auto greater = std::greater<float>();
-    for (float v : x) {
-      if (v != v)
+    float threshold = kNegInf;
+    size_t i = 0;
+    for (; i < x.size() && int32_t(scratch.size()) < k; ++i)
+      if (x[i] == x[i])
+        scratch.push_back(x[i]);
+    if (int32_t(scratch.size()) < k)
+      return kNegInf;
+    std::make_heap(scratch.begin(), scratch.end(), greater);
+    threshold = scratch.front();
+    for (; i < x.size(); ++i) {
+      if (!(x[i] > threshold))
         continue;
-      if (int32_t(scratch.size()) < k) {
-        scratch.push_back(v);
-        std::push_heap(scratch.begin(), scratch.end(), greater);
-      } else if (v > scratch.front()) {
-        std::pop_heap(scratch.begin(), scratch.end(), greater);
-        scratch.back() = v;
-        std::push_heap(scratch.begin(), scratch.end(), greater);
-      }
+      std::pop_heap(scratch.begin(), scratch.end(), greater);
+      scratch.back() = x[i];
+      std::push_heap(scratch.begin(), scratch.end(), greater);
+      threshold = scratch.front();
     }
-    return int32_t(scratch.size()) < k ? kNegInf : scratch.front();
+    return threshold;
   }
   for (float v : x)
     if (v == v)
@@ -90,6 +196,22 @@ Sampler::Sampler(int32_t vocabSize)
 Status Sampler::prepare(std::span<const float> logits, const SamplingParams &params,
                         const TokenHistory &history, std::span<const int32_t> masked) {
   assert(int32_t(logits.size()) == vocabSize_);
+  bool penalties = params.repetitionPenalty != 1.0f || params.frequencyPenalty != 0.0f ||
+                   params.presencePenalty != 0.0f;
+  cand_.clear();
+  candW_.clear();
+  dense_ = false;
+  if (params.greedy() && params.logitBias.empty() && masked.empty() && !penalties) {
+    // Nothing changes the logits: no copy.
+    int32_t best = argmax(logits);
+    if (best < 0)
+      return Error("logits: no token has a finite logit (all NaN or -inf)");
+    cand_.push_back(best);
+    candW_.push_back(1.0f);
+    candTotal_ = 1.0;
+    return Status::success();
+  }
+
   std::copy(logits.begin(), logits.end(), scratch_.begin());
   for (const auto &[id, bias] : params.logitBias)
     scratch_[id] += bias;
@@ -115,16 +237,8 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
     }
   }
 
-  cand_.clear();
-  candW_.clear();
   if (params.greedy()) {
-    int32_t best = -1;
-    float bestValue = kNegInf;
-    for (int32_t i = 0; i < vocabSize_; ++i)
-      if (scratch_[i] > bestValue) {
-        bestValue = scratch_[i];
-        best = i;
-      }
+    int32_t best = argmax(scratch_);
     if (best < 0)
       return Error("logits: no token has a finite logit (all NaN or -inf)");
     cand_.push_back(best);
@@ -133,12 +247,8 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
     return Status::success();
   }
 
-  float maxLogit = kNegInf;
-  for (float &x : scratch_) {
-    x /= params.temperature;
-    if (x > maxLogit)
-      maxLogit = x;
-  }
+  divideAll(scratch_, params.temperature);
+  float maxLogit = maxOf(scratch_);
   if (!(maxLogit > kNegInf) || std::isinf(maxLogit))
     return Error("logits: no finite maximum to sample from (NaN or infinite logits)");
 
@@ -154,7 +264,7 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
     for (int32_t i = 0; i < vocabSize_; ++i) {
       if (!(scratch_[i] >= kth))
         continue;
-      float w = std::exp(scratch_[i] - maxLogit);
+      float w = expNonPositive(scratch_[i] - maxLogit);
       if (w > 0 && w >= minP) {
         cand_.push_back(i);
         candW_.push_back(w);
@@ -166,14 +276,7 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
       keepTopP(params.topP, total);
     }
   } else {
-    for (int32_t i = 0; i < vocabSize_; ++i) {
-      float x = scratch_[i];
-      float w = x > kNegInf ? std::exp(x - maxLogit) : 0.0f;
-      if (w < minP)
-        w = 0;
-      weights_[i] = w;
-      total += w;
-    }
+    total = expWeights(scratch_, maxLogit, minP, weights_);
     if (params.topP < 1.0f) {
       // The nucleus is a most-likely-first prefix; gather the tokens above
       // a threshold until they hold at least top_p of the mass, so that
@@ -196,11 +299,12 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
       sortDescending(cand_, candW_);
       keepTopP(params.topP, total);
     } else {
-      for (int32_t i = 0; i < vocabSize_; ++i)
-        if (weights_[i] > 0) {
-          cand_.push_back(i);
-          candW_.push_back(weights_[i]);
-        }
+      // Everything left is a candidate: draws walk weights_ directly.
+      dense_ = true;
+      candTotal_ = total;
+      if (!(candTotal_ > 0))
+        return Error("logits: nothing left to sample from");
+      return Status::success();
     }
   }
   candTotal_ = 0;
@@ -226,39 +330,41 @@ void Sampler::keepTopP(float topP, double total) {
 
 SampleLogprobs Sampler::computeLogprobs(std::span<const float> logits, int32_t token,
                                         int32_t topN) {
-  float maxLogit = kNegInf;
-  for (float x : logits)
-    if (x > maxLogit)
-      maxLogit = x;
-  double sum = 0;
-  for (float x : logits)
-    if (x > kNegInf)
-      sum += std::exp(double(x) - double(maxLogit));
-  double lse = double(maxLogit) + std::log(sum);
+  float maxLogit = maxOf(logits);
+  double lse = double(maxLogit) + std::log(expWeights(logits, maxLogit, 0.0f, weights_));
 
   SampleLogprobs out;
   float chosen = logits[token];
   out.logprob = float(double(chosen) - lse);
-  out.rank = 1;
+  int32_t above = 0;
   for (float x : logits)
-    out.rank += x > chosen;
+    above += x > chosen;
+  out.rank = 1 + above;
 
-  // Top N by (logit desc, id asc), with a min-heap of the best so far.
+  // Top N by (logit desc, id asc): a min-heap of the best so far; ids come
+  // in ascending order, so a later id that only ties the heap's worst never
+  // enters.
   auto better = [&](int32_t a, int32_t b) {
     return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
   };
   std::vector<int32_t> heap;
+  float worst = kNegInf;
   for (int32_t i = 0; i < int32_t(logits.size()) && topN > 0; ++i) {
-    if (logits[i] != logits[i])
+    float x = logits[i];
+    if (int32_t(heap.size()) == topN && !(x > worst))
+      continue;
+    if (x != x)
       continue;
     if (int32_t(heap.size()) < topN) {
       heap.push_back(i);
       std::push_heap(heap.begin(), heap.end(), better);
-    } else if (better(i, heap.front())) {
+    } else {
       std::pop_heap(heap.begin(), heap.end(), better);
       heap.back() = i;
       std::push_heap(heap.begin(), heap.end(), better);
     }
+    if (int32_t(heap.size()) == topN)
+      worst = logits[heap.front()];
   }
   std::sort(heap.begin(), heap.end(), better);
   for (int32_t id : heap)
@@ -266,21 +372,53 @@ SampleLogprobs Sampler::computeLogprobs(std::span<const float> logits, int32_t t
   return out;
 }
 
+int32_t Sampler::drawCandidates(double uniform) const {
+  double target = uniform * candTotal_;
+  double cum = 0;
+  for (size_t j = 0; j < cand_.size(); ++j) {
+    cum += candW_[j];
+    if (target < cum && candW_[j] > 0)
+      return cand_[j];
+  }
+  return cand_.back(); // rounding left the target past the end
+}
+
+int32_t Sampler::drawDense(double uniform) const {
+  // Skip whole chunks by their (vectorized) sums, then walk one chunk.
+  constexpr int32_t kChunk = 1024;
+  double target = uniform * candTotal_;
+  double cum = 0;
+  int32_t lastPositive = -1;
+  for (int32_t base = 0; base < vocabSize_; base += kChunk) {
+    int32_t end = std::min(vocabSize_, base + kChunk);
+    double chunk = sumOf(std::span(weights_).subspan(base, end - base));
+    if (chunk > 0 && cum + chunk <= target) {
+      cum += chunk;
+      for (int32_t i = end - 1; i >= base; --i)
+        if (weights_[i] > 0) {
+          lastPositive = i;
+          break;
+        }
+      continue;
+    }
+    for (int32_t i = base; i < end; ++i) {
+      if (weights_[i] <= 0)
+        continue;
+      cum += weights_[i];
+      lastPositive = i;
+      if (target < cum)
+        return i;
+    }
+  }
+  return lastPositive;
+}
+
 Result<SampledToken> Sampler::sample(std::span<const float> logits, const SamplingParams &params,
                                      const TokenHistory &history, std::span<const int32_t> masked,
                                      double uniform) {
   VOLT_RETURN_IF_ERROR(prepare(logits, params, history, masked));
   SampledToken out;
-  out.token = cand_.back();
-  double target = uniform * candTotal_;
-  double cum = 0;
-  for (size_t j = 0; j < cand_.size(); ++j) {
-    cum += candW_[j];
-    if (target < cum && candW_[j] > 0) {
-      out.token = cand_[j];
-      break;
-    }
-  }
+  out.token = dense_ ? drawDense(uniform) : drawCandidates(uniform);
   if (params.logprobs)
     out.logprobs = computeLogprobs(logits, out.token, *params.logprobs);
   return out;
@@ -292,6 +430,11 @@ Result<std::vector<float>> Sampler::probabilities(std::span<const float> logits,
                                                   std::span<const int32_t> masked) {
   VOLT_RETURN_IF_ERROR(prepare(logits, params, history, masked));
   std::vector<float> probs(vocabSize_, 0.0f);
+  if (dense_) {
+    for (int32_t i = 0; i < vocabSize_; ++i)
+      probs[i] = float(weights_[i] / candTotal_);
+    return probs;
+  }
   for (size_t j = 0; j < cand_.size(); ++j)
     probs[cand_[j]] = float(candW_[j] / candTotal_);
   return probs;

@@ -94,6 +94,8 @@ private:
   Status prepare(std::span<const float> logits, const SamplingParams &params,
                  const TokenHistory &history, std::span<const int32_t> masked);
   void keepTopP(float topP, double total);
+  int32_t drawCandidates(double uniform) const;
+  int32_t drawDense(double uniform) const;
   SampleLogprobs computeLogprobs(std::span<const float> logits, int32_t token, int32_t topN);
 
   int32_t vocabSize_;
@@ -103,6 +105,7 @@ private:
   std::vector<int32_t> cand_;     // candidate ids
   std::vector<float> candW_;      // their weights
   double candTotal_ = 0;
+  bool dense_ = false; // the candidates are all of weights_, in id order
 };
 
 } // namespace volt::engine

@@ -1,8 +1,8 @@
 //===- Sampler.cpp - next-token choice from one row of logits -------------===//
 #include "runtime/engine/Sampler.h"
+#include "runtime/engine/VocabMath.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -21,104 +21,6 @@ uint64_t mix64(uint64_t x) {
   x *= 0x94d049bb133111ebULL;
   x ^= x >> 31;
   return x;
-}
-
-// exp(x) for x <= 0 without calls or branches, so that loops over the
-// vocabulary vectorize: x = n ln2 + r with n rounded to nearest (the
-// 1.5 * 2^23 trick), Cephes' expf polynomial for e^r, 2^n from the exponent
-// bits. Relative error about 1e-7; 0 below -87 (e^-87 is about 1.6e-38)
-// and for NaN.
-inline float expNonPositive(float x) {
-  float clamped = x > -87.0f ? x : -87.0f;
-  float rounded = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = clamped - rounded * 0.693359375f;
-  r = r + rounded * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  float e = p * r * r + r + 1.0f;
-  float scale = std::bit_cast<float>((int32_t(rounded) + 127) << 23);
-  return x > -87.0f ? e * scale : 0.0f;
-}
-
-// The loops over the whole vocabulary get an AVX2 version too, picked at
-// load time where the CPU has it (GCC function multiversioning).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VOLT_VOCAB_LOOP __attribute__((target_clones("avx2", "default")))
-#else
-#define VOLT_VOCAB_LOOP
-#endif
-
-// The largest value, NaN ignored; eight lanes so that it vectorizes.
-VOLT_VOCAB_LOOP float maxOf(std::span<const float> x) {
-  float lane[8];
-  std::fill(lane, lane + 8, kNegInf);
-  size_t i = 0;
-  for (; i + 8 <= x.size(); i += 8)
-    for (int j = 0; j < 8; ++j)
-      lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
-  float m = kNegInf;
-  for (; i < x.size(); ++i)
-    m = x[i] > m ? x[i] : m;
-  for (float v : lane)
-    m = v > m ? v : m;
-  return m;
-}
-
-// Sum of non-negative values, eight float lanes per 4096 then double.
-VOLT_VOCAB_LOOP double sumOf(std::span<const float> x) {
-  double total = 0;
-  for (size_t base = 0; base < x.size(); base += 4096) {
-    size_t end = std::min(x.size(), base + 4096);
-    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    size_t i = base;
-    for (; i + 8 <= end; i += 8)
-      for (int j = 0; j < 8; ++j)
-        lane[j] += x[i + j];
-    for (; i < end; ++i)
-      total += x[i];
-    for (float v : lane)
-      total += v;
-  }
-  return total;
-}
-
-// w[i] = exp(x[i] - shift), or 0 where that is below `floor`; returns the sum.
-VOLT_VOCAB_LOOP double expWeights(std::span<const float> x, float shift, float floor,
-                                  std::span<float> w) {
-  for (size_t i = 0; i < x.size(); ++i) {
-    float v = expNonPositive(x[i] - shift);
-    w[i] = v >= floor ? v : 0.0f;
-  }
-  return sumOf(w.first(x.size()));
-}
-
-VOLT_VOCAB_LOOP void divideAll(std::span<float> x, float by) {
-  for (float &v : x)
-    v /= by;
-}
-
-// The first index holding the largest value, or -1 when none is finite
-// or infinite (all NaN). The maximum of each chunk is found vectorized;
-// only the first chunk holding the overall maximum is scanned.
-int32_t argmax(std::span<const float> x) {
-  constexpr size_t kChunk = 2048;
-  float best = kNegInf;
-  size_t bestChunk = 0;
-  for (size_t base = 0; base < x.size(); base += kChunk) {
-    float m = maxOf(x.subspan(base, std::min(kChunk, x.size() - base)));
-    if (m > best) {
-      best = m;
-      bestChunk = base;
-    }
-  }
-  if (!(best > kNegInf))
-    return -1;
-  auto chunk = x.subspan(bestChunk, std::min(kChunk, x.size() - bestChunk));
-  return int32_t(bestChunk + (std::find(chunk.begin(), chunk.end(), best) - chunk.begin()));
 }
 
 // Larger weight first; equal weights: lower id first, so that the order
@@ -336,10 +238,7 @@ SampleLogprobs Sampler::computeLogprobs(std::span<const float> logits, int32_t t
   SampleLogprobs out;
   float chosen = logits[token];
   out.logprob = float(double(chosen) - lse);
-  int32_t above = 0;
-  for (float x : logits)
-    above += x > chosen;
-  out.rank = 1 + above;
+  out.rank = 1 + countGreater(logits, chosen);
 
   // Top N by (logit desc, id asc): a min-heap of the best so far; ids come
   // in ascending order, so a later id that only ties the heap's worst never

@@ -1,8 +1,11 @@
 //===- YamlDocument.cpp ---------------------------------------------------===//
 #include "compiler/spec/YamlDocument.h"
 
+#include <yaml-cpp/eventhandler.h>
+
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -129,6 +132,69 @@ std::optional<SourceLocation> findExcessiveNesting(std::string_view text, int li
   return std::nullopt;
 }
 
+namespace {
+
+/// Notes where each document starts and ignores everything else: enough to
+/// count documents without building them.
+class DocumentStarts : public YAML::EventHandler {
+public:
+  std::vector<YAML::Mark> marks;
+
+  void OnDocumentStart(const YAML::Mark &mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark &, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark &, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark &, const std::string &, YAML::anchor_t,
+                const std::string &) override {}
+  void OnSequenceStart(const YAML::Mark &, const std::string &, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark &, const std::string &, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+SourceLocation toLocation(const YAML::Mark &mark) {
+  if (mark.is_null())
+    return {};
+  return {mark.line + 1, mark.column + 1};
+}
+
+/// Counts the documents of `text` (up to a few). yaml-cpp 0.7 never consumes
+/// a stray top-level token such as a ',' after the value, and
+/// YAML::LoadAll then produces empty documents forever; a document that
+/// starts where the previous one did is that case, reported as an error.
+bool checkSingleDocument(std::string_view text, Diagnostics &diags) {
+  std::istringstream stream{std::string(text)};
+  YAML::Parser parser(stream);
+  DocumentStarts starts;
+  constexpr size_t kEnough = 3;
+  for (size_t round = 0; round < kEnough && parser.HandleNextDocument(starts); ++round) {
+    auto &marks = starts.marks;
+    if (marks.size() >= 2 && marks[marks.size() - 1].pos == marks[marks.size() - 2].pos) {
+      const YAML::Mark &at = marks.back();
+      std::string_view rest =
+          at.pos >= 0 && static_cast<size_t>(at.pos) < text.size() ? text.substr(at.pos, 1) : "";
+      diags.error(toLocation(at), "invalid yaml: unexpected " + quoteForMessage(rest) +
+                                      " after the document's value");
+      return false;
+    }
+  }
+  if (starts.marks.empty()) {
+    diags.error({}, "the file is empty; expected a mapping of keys to values");
+    return false;
+  }
+  if (starts.marks.size() > 1) {
+    diags.error(toLocation(starts.marks[1]),
+                "expected one yaml document, found another one here (remove the extra '---' "
+                "sections)");
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
 std::optional<YAML::Node> parseYamlDocument(std::string_view text, Diagnostics &diags) {
   if (text.size() > kMaxYamlBytes) {
     diags.error({}, "file is " + std::to_string(text.size()) + " bytes, more than the limit of " +
@@ -140,30 +206,16 @@ std::optional<YAML::Node> parseYamlDocument(std::string_view text, Diagnostics &
                             " levels; a spec or SKU file nests three levels at most");
     return std::nullopt;
   }
-  std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    if (!checkSingleDocument(text, diags))
+      return std::nullopt;
+    return YAML::Load(std::string(text));
   } catch (const YAML::ParserException &e) {
-    SourceLocation where;
-    if (!e.mark.is_null())
-      where = {e.mark.line + 1, e.mark.column + 1};
-    diags.error(where, "invalid yaml: " + e.msg);
-    return std::nullopt;
+    diags.error(toLocation(e.mark), "invalid yaml: " + e.msg);
   } catch (const std::exception &e) {
     diags.error({}, std::string("invalid yaml: ") + e.what());
-    return std::nullopt;
   }
-  if (documents.empty()) {
-    diags.error({}, "the file is empty; expected a mapping of keys to values");
-    return std::nullopt;
-  }
-  if (documents.size() > 1) {
-    diags.error(locationOf(documents[1]), "expected one yaml document, found " +
-                                              std::to_string(documents.size()) +
-                                              " (remove the extra '---' sections)");
-    return std::nullopt;
-  }
-  return documents.front();
+  return std::nullopt;
 }
 
 SourceLocation locationOf(const YAML::Node &node, SourceLocation fallback) {

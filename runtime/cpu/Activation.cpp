@@ -20,7 +20,7 @@ void siluMul(const SiluMulParams &params, const uint16_t *in, uint16_t *out, Thr
       detail::halfToFloat(in + r * 2 * dim, x.data(), 2 * dim);
       for (int64_t i = 0; i < dim; ++i) {
         float g = x[static_cast<size_t>(i)], u = x[static_cast<size_t>(dim + i)];
-        out[r * dim + i] = floatToHalf(g / (1.0f + std::exp(-g)) * u);
+        out[r * dim + i] = floatToHalf(detail::siluTimes(g, u));
       }
     }
   });

@@ -40,6 +40,16 @@ inline int64_t cacheRow(const StepBatch &batch, const PagedKvCache &cache, int64
   return block * cache.blockSize + j % cache.blockSize;
 }
 
+/// Positions ahead of the one being read whose rows are prefetched: a row
+/// is a few cache lines in a block chosen by the block table, so the
+/// hardware prefetcher cannot see it coming.
+constexpr int64_t kPrefetchDistance = 8;
+
+void prefetchRow(const uint16_t *base, int64_t bytes) {
+  for (int64_t offset = 0; offset < bytes; offset += 64)
+    __builtin_prefetch(reinterpret_cast<const char *>(base) + offset);
+}
+
 } // namespace
 
 void attention(const AttentionParams &params, const uint16_t *qkv, const StepBatch &batch,
@@ -70,7 +80,8 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   // and V row as it is converted.
   pool.parallelFor(params.tokens * hkv, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> q(static_cast<size_t>(group * dim)), kv(static_cast<size_t>(dim)),
-        acc(static_cast<size_t>(group * dim)), sums(static_cast<size_t>(group)), scores;
+        acc(static_cast<size_t>(group * dim)), sums(static_cast<size_t>(group)),
+        dots(static_cast<size_t>(group)), scores;
     for (int64_t item = begin; item < end; ++item) {
       int64_t t = item / hkv, kvHead = item % hkv;
       const TokenPlace place = places[static_cast<size_t>(t)];
@@ -79,10 +90,16 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
       detail::halfToFloat(qkv + t * rowElems + kvHead * group * dim, q.data(), group * dim);
 
       for (int64_t j = 0; j < context; ++j) {
+        if (j + kPrefetchDistance < context)
+          prefetchRow(cache.k + cacheRow(batch, cache, place.seq, j + kPrefetchDistance) * kvElems +
+                          kvHead * dim,
+                      dim * 2);
         int64_t row = cacheRow(batch, cache, place.seq, j);
         detail::halfToFloat(cache.k + row * kvElems + kvHead * dim, kv.data(), dim);
+        // dot(k, q[g]) for the whole group at once (the same bits as dot()).
+        detail::dotRows(kv.data(), q.data(), dim, group, dim, dots.data());
         for (int64_t g = 0; g < group; ++g)
-          scores[g * context + j] = detail::dot(q.data() + g * dim, kv.data(), dim) * scale;
+          scores[g * context + j] = dots[static_cast<size_t>(g)] * scale;
       }
       for (int64_t g = 0; g < group; ++g) {
         float *s = scores.data() + g * context;
@@ -96,6 +113,10 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
       }
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < context; ++j) {
+        if (j + kPrefetchDistance < context)
+          prefetchRow(cache.v + cacheRow(batch, cache, place.seq, j + kPrefetchDistance) * kvElems +
+                          kvHead * dim,
+                      dim * 2);
         int64_t row = cacheRow(batch, cache, place.seq, j);
         detail::halfToFloat(cache.v + row * kvElems + kvHead * dim, kv.data(), dim);
         for (int64_t g = 0; g < group; ++g)

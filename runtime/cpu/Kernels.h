@@ -11,12 +11,17 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace volt::cpu::detail {
 
 /// Lanes of every reduction.
 inline constexpr int kLanes = 16;
+
+/// silu(g) * u = g / (1 + exp(-g)) * u, as SiluMul and the GEMMs' fused
+/// SiluMul epilogue both compute it.
+inline float siluTimes(float g, float u) { return g / (1.0f + std::exp(-g)) * u; }
 
 /// FP16 bits to FP32, exactly (the same values as volt::halfToFloat).
 void halfToFloat(const uint16_t *in, float *out, int64_t n);
@@ -40,5 +45,10 @@ float sumSquares(const float *a, int64_t n);
 /// Decodes one NVFP4 row of `cols` elements (a multiple of 16) into FP32:
 /// out[i] = e2m1(element i) * e4m3(scale of block i / 16), which is exact.
 void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, float *out);
+
+/// The version of decodeNvfp4Row that CPUs without AVX-512 run (visible so
+/// that it is tested on any machine).
+void decodeNvfp4RowWithTable(const uint8_t *packed, const uint8_t *scales, int64_t cols,
+                             float *out);
 
 } // namespace volt::cpu::detail

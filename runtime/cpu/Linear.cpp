@@ -10,14 +10,6 @@
 namespace volt::cpu {
 namespace {
 
-/// Stores y at out[t, n] in `dtype`.
-inline void store(void *out, DType dtype, int64_t index, float y) {
-  if (dtype == DType::F16)
-    static_cast<uint16_t *>(out)[index] = floatToHalf(y);
-  else
-    static_cast<float *>(out)[index] = y;
-}
-
 std::vector<float> loadBias(const uint16_t *bias, int64_t n) {
   std::vector<float> b;
   if (bias) {
@@ -29,27 +21,28 @@ std::vector<float> loadBias(const uint16_t *bias, int64_t n) {
 
 /// The body both ops share; decodeRow(n, out) writes weight row n in FP32.
 template <typename DecodeRow>
-void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in, const float *rowScale,
-              const std::vector<float> &bias, DType outDtype, void *out, ThreadPool &pool,
-              DecodeRow &&decodeRow) {
+void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
+              const std::vector<float> &rowScale, const std::vector<float> &bias, bool silu,
+              DType outDtype, void *out, ThreadPool &pool, DecodeRow &&decodeRow) {
   std::vector<float> x = detail::loadActivations(
       in, tokens, k, [](int64_t j) { return j; }, pool);
-  int64_t groups = (n + detail::kRowGroup - 1) / detail::kRowGroup;
-  pool.parallelFor(groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> w(static_cast<size_t>(detail::kRowGroup * k));
-    for (int64_t g = begin; g < end; ++g) {
-      int64_t row0 = g * detail::kRowGroup;
-      int64_t rows = std::min(detail::kRowGroup, n - row0);
-      for (int64_t r = 0; r < rows; ++r)
-        decodeRow(row0 + r, w.data() + r * k);
-      detail::multiplyGroup(w.data(), rows, x.data(), tokens, k,
-                            [&](int64_t t, int64_t r, float acc) {
-                              int64_t row = row0 + r;
-                              float y = rowScale ? acc * rowScale[row] : acc;
-                              if (!bias.empty())
-                                y += bias[static_cast<size_t>(row)];
-                              store(out, outDtype, t * n + row, y);
-                            });
+  const int64_t columns = silu ? n / 2 : n;
+  detail::GemmEpilogue epilogue;
+  epilogue.rowScale = rowScale.empty() ? nullptr : rowScale.data();
+  epilogue.bias = bias.empty() ? nullptr : bias.data();
+  epilogue.siluUpOffset = silu ? n / 2 : -1;
+  const int64_t items = (columns + detail::kColumnGroup - 1) / detail::kColumnGroup;
+  pool.parallelFor(items, 1, [&](int64_t begin, int64_t end) {
+    detail::GemmScratch scratch;
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t column0 = item * detail::kColumnGroup;
+      detail::gemmItem(column0, std::min(detail::kColumnGroup, columns - column0), x.data(), tokens,
+                       k, epilogue, scratch, decodeRow, [&](int64_t t, int64_t c, float y) {
+                         if (outDtype == DType::F16)
+                           static_cast<uint16_t *>(out)[t * columns + c] = floatToHalf(y);
+                         else
+                           static_cast<float *>(out)[t * columns + c] = y;
+                       });
     }
   });
 }
@@ -60,15 +53,16 @@ void linear(const LinearParams &params, const uint16_t *in, const uint16_t *weig
             const uint16_t *bias, void *out, ThreadPool &pool) {
   const int64_t k = params.inFeatures, n = params.outFeatures;
   assert(k > 0 && n > 0 && params.tokens >= 0);
-  multiply(params.tokens, k, n, in, nullptr, loadBias(bias, n), params.outDtype, out, pool,
+  multiply(params.tokens, k, n, in, {}, loadBias(bias, n), false, params.outDtype, out, pool,
            [&](int64_t row, float *w) { detail::halfToFloat(weight + row * k, w, k); });
 }
 
 void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix &weight,
              const uint16_t *bias, void *out, ThreadPool &pool) {
   const int64_t k = params.inFeatures, n = params.outFeatures;
+  const bool silu = params.epilogue == Epilogue::SiluMul;
   assert(k > 0 && k % 16 == 0 && n > 0 && params.tokens >= 0);
-  assert(weight.rows == n && weight.cols == k);
+  assert(weight.rows == n && weight.cols == k && (!silu || n % 2 == 0));
   std::vector<float> rowScale(static_cast<size_t>(n));
   if (params.partRows.empty()) {
     assert(params.globalScales.size() == 1);
@@ -81,7 +75,7 @@ void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix 
         rowScale[row++] = params.globalScales[p];
     assert(static_cast<int64_t>(row) == n);
   }
-  multiply(params.tokens, k, n, in, rowScale.data(), loadBias(bias, n), params.outDtype, out, pool,
+  multiply(params.tokens, k, n, in, rowScale, loadBias(bias, n), silu, params.outDtype, out, pool,
            [&](int64_t row, float *w) {
              detail::decodeNvfp4Row(weight.packed + row * (k / 2), weight.scales + row * (k / 16),
                                     k, w);

@@ -43,12 +43,16 @@ struct QLinearParams {
   /// The FP32 global scale (a multiplier) of each part.
   std::span<const float> globalScales;
   DType outDtype = DType::F16;
+  Epilogue epilogue = Epilogue::None;
 };
 
 /// out[t, n] = round_out(dot(in[t], w[n]) * globalScale[part(n)] + bias[n]),
 /// where w[n, i] = e2m1 * e4m3 of the NVFP4 weight, formed exactly in FP32;
 /// the dot as for linear(); the part's global scale multiplies the FP32 sum
-/// once, then the bias is added. `weight` is [N, K].
+/// once, then the bias is added. `weight` is [N, K]. With the SiluMul
+/// epilogue, out is [T, N/2] and out[t, c] = round_out(silu(y[c]) * y[c +
+/// N/2]) where y is the FP32 value above before rounding (gate and up are
+/// not rounded on their own), silu(g) = g / (1 + exp(-g)).
 void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix &weight,
              const uint16_t *bias, void *out, ThreadPool &pool);
 

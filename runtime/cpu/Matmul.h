@@ -1,9 +1,10 @@
 //===- Matmul.h - the shared body of Linear, QLinear and MoE GEMMs -*- C++ -*-===//
 //
-// Private to runtime/cpu. Weight rows are decoded to FP32 a group at a time
-// and multiplied against FP32 copies of the activation rows in token tiles
-// sized to stay in cache; every output element is one detail::dot (see
-// Kernels.h), so tiling changes speed, never bits.
+// Private to runtime/cpu. Work is split into items of up to kColumnGroup
+// output columns; an item decodes its weight rows to FP32 once and
+// multiplies them against FP32 copies of the activation rows, a token tile
+// at a time so the tile stays in cache. Every accumulator is one
+// detail::dot (Kernels.h), so tiling and threading change speed, never bits.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,8 +18,8 @@
 
 namespace volt::cpu::detail {
 
-/// Weight rows decoded and multiplied together.
-inline constexpr int64_t kRowGroup = 16;
+/// Output columns per work item.
+inline constexpr int64_t kColumnGroup = 16;
 
 /// FP32 copies of FP16 activation rows: row j is in[source(j)].
 template <typename Source>
@@ -33,23 +34,59 @@ std::vector<float> loadActivations(const uint16_t *in, int64_t rows, int64_t col
   return x;
 }
 
-/// For each of `groupRows` decoded weight rows w[r] (FP32, `cols` each) and
-/// each of `tokens` activation rows x[t]: emit(t, r, dot(x[t], w[r])).
-template <typename Emit>
-void multiplyGroup(const float *w, int64_t groupRows, const float *x, int64_t tokens, int64_t cols,
-                   Emit &&emit) {
-  // Keep a token tile (about 256 KiB of activations) in cache across the
-  // group's rows.
-  constexpr int64_t kTileBytes = 256 * 1024;
-  int64_t tile = std::clamp<int64_t>(kTileBytes / (cols * 4), 4, 256);
-  float acc[256];
+/// How a GEMM turns the FP32 dot of weight row r into its output:
+/// y(r) = dot * rowScale[r] (when given) + bias[r] (when given); with
+/// `siluUpOffset` >= 0 the output column c is siluTimes(y(c), y(c +
+/// siluUpOffset)), otherwise it is y(c).
+struct GemmEpilogue {
+  const float *rowScale = nullptr;
+  const float *bias = nullptr;
+  int64_t siluUpOffset = -1;
+};
+
+/// Scratch one thread reuses across its items.
+struct GemmScratch {
+  std::vector<float> weights;
+  std::vector<float> acc;
+};
+
+/// Output columns [column0, column0 + columns) for `tokens` activation rows
+/// x [tokens, cols]. decodeRow(r, dst) writes weight row r in FP32;
+/// store(t, c, y) stores output column c of activation row t.
+template <typename DecodeRow, typename Store>
+void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, int64_t cols,
+              const GemmEpilogue &epilogue, GemmScratch &scratch, DecodeRow &&decodeRow,
+              Store &&store) {
+  const bool silu = epilogue.siluUpOffset >= 0;
+  const int64_t rows = silu ? 2 * columns : columns;
+  auto weightRow = [&](int64_t r) {
+    return r < columns ? column0 + r : column0 + epilogue.siluUpOffset + (r - columns);
+  };
+  scratch.weights.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    decodeRow(weightRow(r), scratch.weights.data() + r * cols);
+
+  // A token tile of about 256 KiB of activations stays in cache across the
+  // item's rows.
+  const int64_t tile = std::clamp<int64_t>(256 * 1024 / (cols * 4), 4, 256);
+  scratch.acc.resize(static_cast<size_t>(rows * tile));
+  float *acc = scratch.acc.data();
   for (int64_t t0 = 0; t0 < tokens; t0 += tile) {
-    int64_t n = std::min(tile, tokens - t0);
-    for (int64_t r = 0; r < groupRows; ++r) {
-      dotRows(w + r * cols, x + t0 * cols, cols, n, cols, acc);
-      for (int64_t i = 0; i < n; ++i)
-        emit(t0 + i, r, acc[i]);
+    const int64_t n = std::min(tile, tokens - t0);
+    for (int64_t r = 0; r < rows; ++r) {
+      dotRows(scratch.weights.data() + r * cols, x + t0 * cols, cols, n, cols, acc + r * tile);
+      const int64_t row = weightRow(r);
+      const float scale = epilogue.rowScale ? epilogue.rowScale[row] : 1.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        float y = epilogue.rowScale ? acc[r * tile + i] * scale : acc[r * tile + i];
+        acc[r * tile + i] = epilogue.bias ? y + epilogue.bias[row] : y;
+      }
     }
+    for (int64_t c = 0; c < columns; ++c)
+      for (int64_t i = 0; i < n; ++i)
+        store(t0 + i, column0 + c,
+              silu ? siluTimes(acc[c * tile + i], acc[(columns + c) * tile + i])
+                   : acc[c * tile + i]);
   }
 }
 

@@ -60,13 +60,14 @@ struct MoeGroupedQLinearParams {
   /// Input rows are tokens (row j reads in[order[j] / k]) rather than the
   /// already-sorted pairs (row j reads in[j]).
   bool gatherTokens = false;
+  Epilogue epilogue = Epilogue::None;
 };
 
 /// out[j] = qlinear(in[gather(j)], expert e(j)) for j < T * k, where e(j) is
 /// the expert whose range of expertStarts holds j; each element exactly as
 /// qlinear() computes it (no bias). `in` FP16 [T, K] or [T * k, K];
 /// `weight` is the experts' matrices stacked, [E * N, K]; `out` FP16
-/// [T * k, N].
+/// [T * k, N], or [T * k, N/2] with the SiluMul epilogue (as for qlinear()).
 void moeGroupedQLinear(const MoeGroupedQLinearParams &params, const uint16_t *in,
                        const int32_t *order, const int32_t *expertStarts, const Nvfp4Matrix &weight,
                        uint16_t *out, ThreadPool &pool);

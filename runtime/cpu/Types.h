@@ -21,6 +21,15 @@ enum class DType : uint8_t {
   F16 = 1,
 };
 
+/// What a GEMM (QLinear, MoeGroupedQLinear) does to its result before
+/// storing it; the values match volt.plan.Epilogue.
+enum class Epilogue : uint8_t {
+  None = 0,
+  /// The weight's N rows are gate (rows [0, N/2)) then up (rows [N/2, N));
+  /// the output is silu(gate) * up, N/2 wide (SiluMul fused into the GEMM).
+  SiluMul = 1,
+};
+
 /// Bytes per element of `dtype`.
 inline constexpr size_t dtypeSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 

@@ -46,7 +46,7 @@ void StripNormalizer::normalize(std::string &text) const {
 
 void PrependNormalizer::normalize(std::string &text) const {
   if (!text.empty())
-    text.insert(0, prefix_);
+    text = prefix_ + text;
 }
 
 void ReplaceNormalizer::normalize(std::string &text) const {
@@ -192,7 +192,7 @@ void ByteLevelPreTokenizer::split(std::vector<Piece> &pieces) const {
     for (Piece &p : pieces) {
       materialize(p);
       if (p.text.empty() || p.text[0] != ' ')
-        p.text.insert(0, " ");
+        p.text = " " + p.text;
     }
   }
   if (regex_)
@@ -220,7 +220,7 @@ void MetaspacePreTokenizer::split(std::vector<Piece> &pieces) const {
     bool startsWithReplacement = text.compare(0, replacement_.size(), replacement_) == 0;
     if (!startsWithReplacement &&
         (scheme_ == PrependScheme::Always || (scheme_ == PrependScheme::First && p.atOrigin)))
-      text.insert(0, replacement_);
+      text = replacement_ + text;
     if (!split_) {
       out.push_back(Piece{std::move(text), p.atOrigin, false});
       continue;

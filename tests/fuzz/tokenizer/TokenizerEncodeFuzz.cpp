@@ -45,7 +45,8 @@ void check(bool ok, const char *what) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-  std::string path = std::string(VOLT_SOURCE_DIR) + "/tests/conformance/tokenizer/mistral-v1.tokenizer.json.xz";
+  std::string path =
+      std::string(VOLT_SOURCE_DIR) + "/tests/conformance/tokenizer/mistral-v1.tokenizer.json.xz";
   auto t = Tokenizer::fromJson(readXz(path), path);
   if (!t.ok()) {
     std::fprintf(stderr, "%s\n", t.message().c_str());

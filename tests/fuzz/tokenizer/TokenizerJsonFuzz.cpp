@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto t = volt::tok::Tokenizer::fromJson(json, "fuzz.json");
   if (!t.ok())
     return 0;
-  std::vector<int32_t> ids = (*t)->encode("Hello, world! 123 \xE4\xB8\xAD <s> \xF0\x9F\x98\x80", true);
+  std::vector<int32_t> ids =
+      (*t)->encode("Hello, world! 123 \xE4\xB8\xAD <s> \xF0\x9F\x98\x80", true);
   auto text = (*t)->decode(ids, false);
   (void)text;
   return 0;

@@ -157,7 +157,12 @@ TEST_F(DeploySpecErrors, TopLevelMustBeAMapping) {
   EXPECT_THAT(errorOf(""), HasSubstr("deploy.yaml: error: the file is empty"));
   EXPECT_THAT(errorOf("# only a comment\n"), HasSubstr("deploy.yaml: error: the file is empty"));
   EXPECT_THAT(errorOf(std::string(kMinimalSpec) + "---\nseed: 1\n"),
-              HasSubstr("deploy.yaml:4:1: error: expected one yaml document, found 2"));
+              HasSubstr("deploy.yaml:3:1: error: expected one yaml document, found another one "
+                        "here"));
+  EXPECT_THAT(errorOf(","), HasSubstr("deploy.yaml:1:1: error: invalid yaml: unexpected ','"));
+  EXPECT_THAT(errorOf("\"x\" ,"),
+              HasSubstr("deploy.yaml:1:5: error: invalid yaml: unexpected ','"));
+  EXPECT_THAT(errorOf("&a ,"), HasSubstr("invalid yaml: unexpected ','"));
 }
 
 TEST_F(DeploySpecErrors, MissingRequiredKeys) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 namespace volt::tok {
 namespace {
@@ -216,6 +217,31 @@ TEST(Tokenizer, LargeInputsEncodeAndRoundTrip) {
     c = static_cast<char>(rng());
   Ids r = t->encode(random, false);
   EXPECT_EQ(*t->decode(r, false), repairUtf8(random));
+}
+
+TEST(Tokenizer, ConcurrentEncodesAgreeWithSequentialOnes) {
+  // encode shares a word cache between threads.
+  auto t = real("qwen3");
+  ASSERT_TRUE(t);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 400; ++i)
+    texts.push_back("item " + std::to_string(i * 7919) + " 中文 word" + std::to_string(i % 13) +
+                    " 😀");
+  std::vector<Ids> expected;
+  for (const std::string &s : texts)
+    expected.push_back(t->encode(s, true));
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int round = 0; round < 5; ++round)
+        for (size_t i = 0; i < texts.size(); ++i)
+          mismatches[k] += t->encode(texts[(i + k * 97) % texts.size()], true) !=
+                           expected[(i + k * 97) % texts.size()];
+    });
+  for (std::thread &th : threads)
+    th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 struct LoadError {

@@ -1,0 +1,382 @@
+//===- Engine.cpp - the serving engine: requests in, tokens out -----------===//
+#include "runtime/engine/Engine.h"
+
+#include <algorithm>
+#include <string>
+
+namespace volt::engine {
+
+namespace {
+
+uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+double secondsBetween(Clock::time_point from, Clock::time_point to) {
+  if (from == Clock::time_point{} || to == Clock::time_point{})
+    return 0;
+  return std::chrono::duration<double>(to - from).count();
+}
+
+bool contains(const std::vector<int32_t> &ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+} // namespace
+
+const char *finishReasonName(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::None:
+    return "";
+  case FinishReason::Stop:
+    return "stop";
+  case FinishReason::Length:
+    return "length";
+  case FinishReason::Abort:
+    return "abort";
+  }
+  return "";
+}
+
+double RequestTimes::queueSeconds() const { return secondsBetween(arrival, firstScheduled); }
+double RequestTimes::timeToFirstTokenSeconds() const { return secondsBetween(arrival, firstToken); }
+
+Result<std::unique_ptr<Engine>> Engine::create(EngineConfig config, StepBackend &backend) {
+  VOLT_RETURN_IF_ERROR(validateConfig(config));
+  return std::unique_ptr<Engine>(new Engine(std::move(config), backend));
+}
+
+Engine::Engine(EngineConfig config, StepBackend &backend)
+    : config_(std::move(config)), backend_(backend), scheduler_(config_),
+      sampler_(config_.vocabSize) {}
+
+Engine::~Engine() = default;
+
+Result<RequestId> Engine::submit(Request request) {
+  Clock::time_point arrival = Clock::now();
+  const SamplingParams &p = request.sampling;
+  const int32_t vocab = config_.vocabSize;
+  const int64_t promptLen = int64_t(request.promptTokens.size());
+  if (promptLen == 0)
+    return Error("prompt: expected at least one token, found none");
+  for (size_t i = 0; i < request.promptTokens.size(); ++i) {
+    int32_t id = request.promptTokens[i];
+    if (id < 0 || id >= vocab)
+      return Error("prompt: token " + std::to_string(id) + " at index " + std::to_string(i) +
+                   " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  }
+  VOLT_RETURN_IF_ERROR(validateSamplingParams(p, vocab, config_.maxLogprobs));
+  const int64_t maxLen = config_.maxModelLen;
+  if (promptLen >= maxLen)
+    return Error("prompt: " + std::to_string(promptLen) +
+                 " tokens leave no room for output within max_model_len " + std::to_string(maxLen));
+  int64_t maxTokens = p.maxTokens ? *p.maxTokens : maxLen - promptLen;
+  if (promptLen + maxTokens > maxLen)
+    return Error("max_tokens: " + std::to_string(promptLen) + " prompt tokens plus max_tokens " +
+                 std::to_string(maxTokens) + " is " + std::to_string(promptLen + maxTokens) +
+                 ", beyond max_model_len " + std::to_string(maxLen));
+  // The last output token's KV is never computed.
+  int64_t cachedTokens = promptLen + maxTokens - 1;
+  int64_t blocksNeeded = (cachedTokens + config_.blockSize - 1) / config_.blockSize;
+  if (blocksNeeded > config_.numKvBlocks)
+    return Error("request needs " + std::to_string(blocksNeeded) + " KV-cache blocks (" +
+                 std::to_string(cachedTokens) + " tokens at block_size " +
+                 std::to_string(config_.blockSize) + "), but the cache holds only " +
+                 std::to_string(config_.numKvBlocks));
+  if (!p.stop.empty() && !request.detokenizer)
+    return Error("stop: stop strings need a detokenizer, and the request has none");
+
+  auto seq = std::make_unique<Sequence>();
+  seq->tokens = std::move(request.promptTokens);
+  seq->promptLen = int32_t(promptLen);
+  seq->maxTokens = int32_t(maxTokens);
+  seq->params = p;
+  if (p.minTokens > 0) {
+    seq->minTokensMask = p.stopTokenIds;
+    if (!p.ignoreEos)
+      seq->minTokensMask.insert(seq->minTokensMask.end(), config_.eosTokenIds.begin(),
+                                config_.eosTokenIds.end());
+  }
+  if (p.repetitionPenalty != 1.0f)
+    seq->history.setPrompt(seq->tokens);
+  seq->text = OutputText(std::move(request.detokenizer), p.stop, p.includeStopStrInOutput);
+  seq->callback = std::make_shared<const OutputCallback>(std::move(request.onOutput));
+  seq->times.arrival = arrival;
+
+  std::lock_guard<std::mutex> lock(mu_);
+  RequestId id = nextId_++;
+  seq->id = id;
+  seq->seed = p.seed ? *p.seed : mix64(config_.seed ^ mix64(id));
+  scheduler_.addWaiting(seq.get());
+  seqs_.emplace(id, std::move(seq));
+  wake_.notify_all();
+  return id;
+}
+
+RequestOutput Engine::makeOutput(const Sequence &seq) const {
+  RequestOutput o;
+  o.id = seq.id;
+  o.usage.promptTokens = seq.promptLen;
+  o.usage.completionTokens = seq.numOutput();
+  o.usage.cachedPromptTokens = std::max(seq.cachedPromptTokens, 0);
+  o.times = seq.times;
+  return o;
+}
+
+void Engine::finishLocked(Sequence *seq, RequestOutput output, std::vector<Delivery> &out) {
+  output.finished = true;
+  output.times.finished = Clock::now();
+  scheduler_.remove(seq);
+  out.push_back({seq->callback, std::move(output)});
+  ++totals_.numFinished;
+  seqs_.erase(seq->id);
+}
+
+bool Engine::cancel(RequestId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = seqs_.find(id);
+  if (it == seqs_.end())
+    return false;
+  Sequence *seq = it->second.get();
+  if (seq->inFlight) {
+    seq->cancelRequested = true;
+    return true;
+  }
+  RequestOutput o = makeOutput(*seq);
+  o.finishReason = FinishReason::Abort;
+  finishLocked(seq, std::move(o), pending_);
+  wake_.notify_all();
+  return true;
+}
+
+Engine::Outcome Engine::processSample(const ScheduledSeq &s, std::span<const float> logits,
+                                      Clock::time_point now) {
+  Sequence &seq = *s.seq;
+  const SamplingParams &p = seq.params;
+  Outcome o;
+  o.seq = &seq;
+  int32_t drawIndex = seq.numOutput();
+  std::span<const int32_t> masked;
+  if (drawIndex < p.minTokens)
+    masked = seq.minTokensMask;
+  auto sampled = sampler_.sample(logits, p, seq.history, masked, uniformDraw(seq.seed, drawIndex));
+  if (!sampled.ok()) {
+    o.finish = FinishReason::Abort;
+    o.error = "sampling failed: " + sampled.message();
+    return o;
+  }
+  int32_t token = sampled->token;
+  seq.tokens.push_back(token);
+  seq.history.addOutput(token);
+  if (seq.times.firstToken == Clock::time_point{})
+    seq.times.firstToken = now;
+  seq.times.lastToken = now;
+
+  // vLLM's order: length first, then (past min_tokens) EOS, stop tokens.
+  int32_t numOut = seq.numOutput();
+  if (int32_t(seq.tokens.size()) >= config_.maxModelLen || numOut >= seq.maxTokens) {
+    o.finish = FinishReason::Length;
+  } else if (numOut >= p.minTokens) {
+    if (!p.ignoreEos && contains(config_.eosTokenIds, token)) {
+      o.finish = FinishReason::Stop;
+    } else if (contains(p.stopTokenIds, token)) {
+      o.finish = FinishReason::Stop;
+      o.stopTokenId = token;
+    }
+  }
+
+  if (seq.text.hasDetokenizer()) {
+    bool checkStop = numOut > p.minTokens;
+    // A stop token's own text is left out unless include_stop_str_in_output.
+    if (o.finish != FinishReason::Stop || p.includeStopStrInOutput) {
+      auto match = seq.text.addToken(token, checkStop);
+      if (!match.ok()) {
+        o.finish = FinishReason::Abort;
+        o.error = "detokenization failed: " + match.message();
+      } else if (*match) {
+        o.finish = FinishReason::Stop;
+        o.stopTokenId.reset();
+        o.stopString = **match;
+      }
+    }
+    if (o.finish == FinishReason::Stop || o.finish == FinishReason::Length) {
+      if (!o.stopString) {
+        auto match = seq.text.finish(checkStop);
+        if (!match.ok()) {
+          o.finish = FinishReason::Abort;
+          o.error = "detokenization failed: " + match.message();
+        } else if (*match) {
+          o.finish = FinishReason::Stop;
+          o.stopTokenId.reset();
+          o.stopString = **match;
+        }
+      }
+    }
+    o.text = seq.text.takeDelta(o.finish != FinishReason::None);
+  }
+  o.sampled = std::move(*sampled);
+  return o;
+}
+
+Result<StepStats> Engine::step() {
+  std::vector<Delivery> deliveries;
+  SchedulerOutput sched;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    deliveries.swap(pending_);
+    sched = scheduler_.schedule();
+    Clock::time_point now = Clock::now();
+    for (const ScheduledSeq &s : sched.seqs) {
+      s.seq->inFlight = true;
+      if (s.seq->times.firstScheduled == Clock::time_point{}) {
+        s.seq->times.firstScheduled = now;
+        totals_.promptTokens += s.seq->promptLen;
+      }
+    }
+    if (!sched.seqs.empty())
+      scheduler_.buildBatch(sched, buffers_);
+  }
+  StepStats stats;
+  stats.numTokens = sched.numTokens;
+  stats.numSeqs = int32_t(sched.seqs.size());
+  stats.numDecodeTokens = sched.numDecodeTokens;
+  stats.numPreempted = sched.numPreempted;
+  if (sched.seqs.empty()) {
+    deliver(deliveries);
+    return stats;
+  }
+
+  const size_t vocab = size_t(config_.vocabSize);
+  logits_.resize(sched.seqs.size() * vocab);
+  Status status = backend_.runStep(buffers_.view(), logits_);
+  Clock::time_point now = Clock::now();
+  std::vector<Outcome> outcomes(sched.seqs.size());
+  if (status.ok())
+    for (size_t i = 0; i < sched.seqs.size(); ++i)
+      if (sched.seqs[i].samples)
+        outcomes[i] =
+            processSample(sched.seqs[i], std::span(logits_).subspan(i * vocab, vocab), now);
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status.ok())
+      scheduler_.finishStep(sched);
+    else
+      totals_.lastError = status.message();
+    ++totals_.numSteps;
+    for (size_t i = 0; i < sched.seqs.size(); ++i) {
+      Sequence *seq = sched.seqs[i].seq;
+      Outcome &oc = outcomes[i];
+      seq->inFlight = false;
+      RequestOutput o = makeOutput(*seq);
+      if (oc.sampled) {
+        o.token = oc.sampled->token;
+        o.logprobs = std::move(oc.sampled->logprobs);
+        ++totals_.generationTokens;
+      }
+      o.text = std::move(oc.text);
+      o.finishReason = oc.finish;
+      o.stopTokenId = oc.stopTokenId;
+      o.stopString = std::move(oc.stopString);
+      o.error = std::move(oc.error);
+      if (!status.ok()) {
+        o.finishReason = FinishReason::Abort;
+        o.error = "step failed: " + status.message();
+      } else if (o.finishReason == FinishReason::None && seq->cancelRequested) {
+        o.finishReason = FinishReason::Abort;
+      }
+      if (o.finishReason != FinishReason::None) {
+        ++stats.numFinished;
+        finishLocked(seq, std::move(o), deliveries);
+      } else if (oc.sampled) {
+        deliveries.push_back({seq->callback, std::move(o)});
+      }
+    }
+  }
+  deliver(deliveries);
+  if (!status.ok())
+    return status.error();
+  return stats;
+}
+
+void Engine::deliver(std::vector<Delivery> &deliveries) {
+  for (Delivery &d : deliveries)
+    if (d.callback && *d.callback)
+      (*d.callback)(d.output);
+  deliveries.clear();
+}
+
+bool Engine::hasWorkLocked() const {
+  return !pending_.empty() || scheduler_.numWaiting() > 0 || scheduler_.numRunning() > 0;
+}
+
+bool Engine::hasWork() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hasWorkLocked();
+}
+
+Status Engine::runUntilIdle() {
+  while (hasWork()) {
+    auto r = step();
+    if (!r.ok())
+      return r.status();
+  }
+  return Status::success();
+}
+
+void Engine::run() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stopRequested_ || hasWorkLocked(); });
+      if (stopRequested_) {
+        stopRequested_ = false;
+        return;
+      }
+    }
+    // A failure has aborted the step's requests and is in stats().
+    auto r = step();
+    (void)r;
+  }
+}
+
+void Engine::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopRequested_ = true;
+  wake_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineStats s = totals_;
+  s.numRunning = int32_t(scheduler_.numRunning());
+  s.numWaiting = int32_t(scheduler_.numWaiting());
+  s.kvCache = scheduler_.blockManager().stats();
+  s.numPreemptions = scheduler_.counters().numPreemptions;
+  s.prefixCacheQueries = scheduler_.counters().prefixCacheQueries;
+  s.prefixCacheHits = scheduler_.counters().prefixCacheHits;
+  return s;
+}
+
+Status Engine::checkConsistency() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const BlockManager &bm = scheduler_.blockManager();
+  VOLT_RETURN_IF_ERROR(bm.checkInvariants());
+  std::vector<int32_t> holders(bm.numBlocks(), 0);
+  for (const auto &[id, seq] : seqs_)
+    for (BlockId b : seq->blocks)
+      ++holders[b];
+  for (BlockId b = 0; b < bm.numBlocks(); ++b)
+    if (holders[b] != bm.refCount(b))
+      return Error("block " + std::to_string(b) + ": reference count " +
+                   std::to_string(bm.refCount(b)) + ", held by " + std::to_string(holders[b]) +
+                   " sequences");
+  return Status::success();
+}
+
+} // namespace volt::engine

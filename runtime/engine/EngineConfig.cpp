@@ -1,0 +1,40 @@
+//===- EngineConfig.cpp - validation of the engine's limits ---------------===//
+#include "runtime/engine/EngineConfig.h"
+
+#include <string>
+
+namespace volt::engine {
+
+namespace {
+
+Status atLeast(const char *field, int64_t value, int64_t min) {
+  if (value < min)
+    return Error(std::string(field) + ": expected at least " + std::to_string(min) + ", found " +
+                 std::to_string(value));
+  return Status::success();
+}
+
+} // namespace
+
+Status validateConfig(EngineConfig &config) {
+  VOLT_RETURN_IF_ERROR(atLeast("vocab_size", config.vocabSize, 1));
+  VOLT_RETURN_IF_ERROR(atLeast("block_size", config.blockSize, 1));
+  VOLT_RETURN_IF_ERROR(atLeast("num_kv_blocks", config.numKvBlocks, 1));
+  VOLT_RETURN_IF_ERROR(atLeast("max_num_seqs", config.maxNumSeqs, 1));
+  VOLT_RETURN_IF_ERROR(atLeast("max_num_batched_tokens", config.maxNumBatchedTokens, 1));
+  VOLT_RETURN_IF_ERROR(atLeast("max_model_len", config.maxModelLen, 2));
+  VOLT_RETURN_IF_ERROR(atLeast("max_logprobs", config.maxLogprobs, 0));
+  int64_t needed = (int64_t(config.maxModelLen) + config.blockSize - 1) / int64_t(config.blockSize);
+  if (config.maxBlocksPerSeq == 0)
+    config.maxBlocksPerSeq = static_cast<int32_t>(needed);
+  if (config.maxBlocksPerSeq < needed)
+    return Error("max_blocks_per_seq: expected at least ceil(max_model_len / block_size) = " +
+                 std::to_string(needed) + ", found " + std::to_string(config.maxBlocksPerSeq));
+  for (int32_t id : config.eosTokenIds)
+    if (id < 0 || id >= config.vocabSize)
+      return Error("eos_token_ids: token " + std::to_string(id) +
+                   " is outside the vocabulary [0, " + std::to_string(config.vocabSize) + ")");
+  return Status::success();
+}
+
+} // namespace volt::engine

@@ -1,0 +1,50 @@
+//===- EngineConfig.h - limits the serving engine runs under ---*- C++ -*-===//
+//
+// The numbers the engine schedules against. They come from the plan
+// (ModelInfo, Limits, KvCache) so that the engine never asks the backend for
+// more tokens, sequences or blocks than the compiled step program was sized
+// for. Field names are vLLM's words (`max_num_seqs`, `block_size`, ...).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace volt::engine {
+
+/// The engine's limits and defaults. `validate` checks them together.
+struct EngineConfig {
+  /// Rows of the logits the backend writes per sequence.
+  int32_t vocabSize = 0;
+  /// Tokens per KV-cache block.
+  int32_t blockSize = 16;
+  /// Blocks in the KV cache (per layer; every layer has the same table).
+  int32_t numKvBlocks = 0;
+  /// Most sequences in one step, and most sequences admitted at once.
+  int32_t maxNumSeqs = 256;
+  /// Most tokens (decode tokens plus prefill chunks) in one step.
+  int32_t maxNumBatchedTokens = 2048;
+  /// Most tokens (prompt plus output) of one sequence.
+  int32_t maxModelLen = 0;
+  /// Width of a block-table row in the step inputs; 0 means
+  /// ceil(max_model_len / block_size).
+  int32_t maxBlocksPerSeq = 0;
+  /// Reuse the KV of full blocks whose token prefix was computed before.
+  bool enablePrefixCaching = false;
+  /// Tokens that end generation unless a request sets `ignore_eos`.
+  std::vector<int32_t> eosTokenIds;
+  /// Largest `logprobs` (top-N alternatives) a request may ask for.
+  int32_t maxLogprobs = 20;
+  /// Seeds the random streams of requests that give no seed of their own.
+  uint64_t seed = 0;
+};
+
+/// Checks `config` and fills `maxBlocksPerSeq` when it is 0. Messages name
+/// the field with its vLLM spelling ("max_num_seqs: expected at least 1,
+/// found 0").
+Status validateConfig(EngineConfig &config);
+
+} // namespace volt::engine

@@ -1,0 +1,191 @@
+//===- Scheduler.cpp - continuous batching over a token budget ------------===//
+#include "runtime/engine/Scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace volt::engine {
+
+StepBatch StepBuffers::view() const {
+  StepBatch b;
+  b.numTokens = int32_t(tokens.size());
+  b.numSeqs = int32_t(contextLens.size());
+  b.maxBlocksPerSeq = maxBlocksPerSeq;
+  b.tokens = tokens;
+  b.positions = positions;
+  b.slotMapping = slotMapping;
+  b.seqStarts = seqStarts;
+  b.contextLens = contextLens;
+  b.blockTables = blockTables;
+  b.logitsRows = logitsRows;
+  return b;
+}
+
+Scheduler::Scheduler(const EngineConfig &config)
+    : config_(config), blocks_(config.numKvBlocks, config.blockSize, config.enablePrefixCaching) {}
+
+void Scheduler::addWaiting(Sequence *seq) { waiting_.push_back(seq); }
+
+void Scheduler::remove(Sequence *seq) {
+  if (seq->running)
+    running_.erase(std::find(running_.begin(), running_.end(), seq));
+  else if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end())
+    waiting_.erase(it);
+  blocks_.release(seq->blocks);
+  seq->blocks.clear();
+  seq->numCachedBlocks = 0;
+  seq->running = false;
+}
+
+void Scheduler::computeHashes(Sequence *seq, int32_t numFullBlocks) {
+  const int32_t bs = config_.blockSize;
+  for (int32_t b = int32_t(seq->blockHashes.size()); b < numFullBlocks; ++b) {
+    BlockHash parent = b == 0 ? kRootBlockHash : seq->blockHashes[b - 1];
+    seq->blockHashes.push_back(
+        hashBlock(parent, std::span(seq->tokens).subspan(size_t(b) * bs, bs)));
+  }
+}
+
+bool Scheduler::allocateSlots(Sequence *seq, int32_t numNewTokens,
+                              const std::vector<BlockId> &hits) {
+  const int32_t bs = config_.blockSize;
+  int32_t computed = seq->numComputed + int32_t(hits.size()) * bs;
+  int32_t blocksAfter = (computed + numNewTokens + bs - 1) / bs;
+  int32_t have = int32_t(seq->blocks.size() + hits.size());
+  int32_t needed = std::max(0, blocksAfter - have);
+  // Hits nobody holds sit in the free queue: taking them uses free blocks.
+  if (needed > blocks_.numFreeBlocks() - blocks_.countUnreferenced(hits))
+    return false;
+  blocks_.acquire(hits);
+  seq->blocks.insert(seq->blocks.end(), hits.begin(), hits.end());
+  blocks_.allocate(needed, seq->blocks);
+  return true;
+}
+
+void Scheduler::preempt(Sequence *seq) {
+  blocks_.release(seq->blocks);
+  seq->blocks.clear();
+  seq->numCachedBlocks = 0;
+  seq->numComputed = 0;
+  seq->running = false;
+  ++seq->times.numPreemptions;
+  ++counters_.numPreemptions;
+  waiting_.push_front(seq);
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.maxNumBatchedTokens;
+  auto add = [&](Sequence *seq, int32_t n) {
+    bool samples = seq->numComputed + n == int32_t(seq->tokens.size());
+    out.seqs.push_back({seq, n, samples});
+    out.numTokens += n;
+    if (n == 1 && samples && seq->numComputed >= seq->promptLen)
+      ++out.numDecodeTokens;
+    budget -= n;
+  };
+
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence *seq = running_[i];
+    int32_t n = std::min<int32_t>(int32_t(seq->tokens.size()) - seq->numComputed, budget);
+    assert(n > 0 && "a running sequence always has a token to compute");
+    bool scheduled = true;
+    while (!allocateSlots(seq, n, {})) {
+      // Out of blocks: the newest running sequence gives its blocks back.
+      // Sequences before index i are already in this step and are never
+      // the newest, since the victims are taken from the back.
+      Sequence *victim = running_.back();
+      running_.pop_back();
+      preempt(victim);
+      ++out.numPreempted;
+      if (victim == seq) {
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled)
+      break;
+    add(seq, n);
+    ++i;
+  }
+
+  if (out.numPreempted > 0)
+    return out;
+  while (!waiting_.empty() && budget > 0 && int32_t(running_.size()) < config_.maxNumSeqs) {
+    Sequence *seq = waiting_.front();
+    assert(seq->numComputed == 0 && seq->blocks.empty());
+    std::vector<BlockId> hits;
+    if (blocks_.prefixCachingEnabled()) {
+      // At least the last token is computed, for its logits.
+      int32_t full = (int32_t(seq->tokens.size()) - 1) / config_.blockSize;
+      computeHashes(seq, full);
+      hits = blocks_.findCachedPrefix(std::span(seq->blockHashes).first(full), seq->tokens);
+    }
+    int32_t cached = int32_t(hits.size()) * config_.blockSize;
+    int32_t n = std::min<int32_t>(int32_t(seq->tokens.size()) - cached, budget);
+    if (!allocateSlots(seq, n, hits))
+      break;
+    waiting_.pop_front();
+    seq->numComputed = cached;
+    seq->numCachedBlocks = int32_t(hits.size());
+    seq->running = true;
+    if (seq->cachedPromptTokens < 0) {
+      seq->cachedPromptTokens = std::min(cached, seq->promptLen);
+      counters_.prefixCacheQueries += seq->promptLen;
+      counters_.prefixCacheHits += seq->cachedPromptTokens;
+    }
+    running_.push_back(seq);
+    add(seq, n);
+  }
+  return out;
+}
+
+void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
+  const int32_t bs = config_.blockSize;
+  const int32_t width = config_.maxBlocksPerSeq;
+  const size_t numSeqs = out.seqs.size();
+  buf.maxBlocksPerSeq = width;
+  buf.tokens.resize(out.numTokens);
+  buf.positions.resize(out.numTokens);
+  buf.slotMapping.resize(out.numTokens);
+  buf.seqStarts.resize(numSeqs + 1);
+  buf.contextLens.resize(numSeqs);
+  buf.logitsRows.resize(numSeqs);
+  buf.blockTables.assign(numSeqs * width, 0);
+  int32_t t = 0;
+  for (size_t s = 0; s < numSeqs; ++s) {
+    const Sequence &seq = *out.seqs[s].seq;
+    buf.seqStarts[s] = t;
+    for (int32_t j = 0; j < out.seqs[s].numNewTokens; ++j, ++t) {
+      int32_t pos = seq.numComputed + j;
+      buf.tokens[t] = seq.tokens[pos];
+      buf.positions[t] = pos;
+      buf.slotMapping[t] = seq.blocks[pos / bs] * bs + pos % bs;
+    }
+    buf.contextLens[s] = seq.numComputed + out.seqs[s].numNewTokens;
+    buf.logitsRows[s] = t - 1;
+    std::copy(seq.blocks.begin(), seq.blocks.end(), buf.blockTables.begin() + s * width);
+  }
+  buf.seqStarts[numSeqs] = t;
+}
+
+void Scheduler::finishStep(const SchedulerOutput &out) {
+  const int32_t bs = config_.blockSize;
+  for (const ScheduledSeq &s : out.seqs) {
+    Sequence *seq = s.seq;
+    seq->numComputed += s.numNewTokens;
+    if (!blocks_.prefixCachingEnabled())
+      continue;
+    // Blocks are registered only once their KV is written, so that a hit
+    // never reads a block a concurrent sequence of the same step fills.
+    int32_t full = seq->numComputed / bs;
+    computeHashes(seq, full);
+    for (int32_t b = seq->numCachedBlocks; b < full; ++b)
+      blocks_.cacheBlock(seq->blocks[b], seq->blockHashes[b],
+                         b == 0 ? kRootBlockHash : seq->blockHashes[b - 1],
+                         std::span(seq->tokens).subspan(size_t(b) * bs, bs));
+    seq->numCachedBlocks = std::max(seq->numCachedBlocks, full);
+  }
+}
+
+} // namespace volt::engine

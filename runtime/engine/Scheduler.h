@@ -1,0 +1,103 @@
+//===- Scheduler.h - continuous batching over a token budget ---*- C++ -*-===//
+//
+// Each step, the scheduler picks which tokens run, vLLM v1-style:
+//
+//  1. Running sequences first, in admission order: each gets its remaining
+//     tokens (1 for a decoding sequence, the rest of its prompt, in chunks,
+//     for one being prefilled) up to what is left of max_num_batched_tokens.
+//     When the KV cache has no block for one, the newest running sequence
+//     is preempted (blocks freed, back to the front of the waiting queue,
+//     to recompute its prompt and output later) until it fits, or until it
+//     is itself the newest.
+//  2. Then, if nothing was preempted this step, waiting sequences in FCFS
+//     order, while fewer than max_num_seqs run and tokens and blocks are
+//     left: each reuses what the prefix cache holds of it and gets a chunk
+//     of the rest. The first one that does not fit stops admission (no
+//     overtaking), so a long prompt is not starved by short ones.
+//
+// A sequence whose last scheduled token is its last token gets logits
+// sampled; a partial prefill chunk's logits are discarded.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/EngineConfig.h"
+#include "runtime/engine/Sequence.h"
+#include "runtime/engine/StepBackend.h"
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace volt::engine {
+
+struct ScheduledSeq {
+  Sequence *seq = nullptr;
+  int32_t numNewTokens = 0;
+  /// The step computes the sequence's last token: its logits are sampled.
+  bool samples = false;
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledSeq> seqs;
+  int32_t numTokens = 0;
+  /// Tokens of decoding sequences (one each); the rest are prefill or
+  /// recompute tokens.
+  int32_t numDecodeTokens = 0;
+  int32_t numPreempted = 0;
+};
+
+/// The step input arrays, owned so they are reused across steps.
+struct StepBuffers {
+  std::vector<int32_t> tokens, positions, slotMapping, seqStarts, contextLens, blockTables,
+      logitsRows;
+  int32_t maxBlocksPerSeq = 0;
+  StepBatch view() const;
+};
+
+/// Counters over the scheduler's life.
+struct SchedulerCounters {
+  uint64_t numPreemptions = 0;
+  /// Prompt tokens looked up in the prefix cache at first admission, and
+  /// how many were found.
+  uint64_t prefixCacheQueries = 0;
+  uint64_t prefixCacheHits = 0;
+};
+
+class Scheduler {
+public:
+  explicit Scheduler(const EngineConfig &config);
+
+  /// Queues a new sequence at the back of the waiting queue.
+  void addWaiting(Sequence *seq);
+  /// Takes a sequence out of the queues and frees its blocks at once.
+  void remove(Sequence *seq);
+
+  /// Decides the next step (allocating the blocks it needs).
+  SchedulerOutput schedule();
+  /// Fills the step inputs of `out`.
+  void buildBatch(const SchedulerOutput &out, StepBuffers &buffers) const;
+  /// Records that `out` ran: advances each sequence's computed tokens and
+  /// registers its newly full blocks in the prefix cache.
+  void finishStep(const SchedulerOutput &out);
+
+  size_t numWaiting() const { return waiting_.size(); }
+  size_t numRunning() const { return running_.size(); }
+  const BlockManager &blockManager() const { return blocks_; }
+  BlockManager &blockManager() { return blocks_; }
+  const SchedulerCounters &counters() const { return counters_; }
+
+private:
+  bool allocateSlots(Sequence *seq, int32_t numNewTokens, const std::vector<BlockId> &hits);
+  void preempt(Sequence *seq);
+  void computeHashes(Sequence *seq, int32_t numFullBlocks);
+
+  EngineConfig config_;
+  BlockManager blocks_;
+  std::deque<Sequence *> waiting_;
+  std::vector<Sequence *> running_; // admission order
+  SchedulerCounters counters_;
+};
+
+} // namespace volt::engine

@@ -1,0 +1,55 @@
+//===- Sequence.h - the engine's state of one request ----------*- C++ -*-===//
+//
+// Private to the engine: the scheduler moves sequences between the waiting
+// queue and the running list, the engine appends sampled tokens.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/engine/BlockManager.h"
+#include "runtime/engine/OutputText.h"
+#include "runtime/engine/Request.h"
+#include "runtime/engine/Sampler.h"
+#include "runtime/engine/SamplingParams.h"
+
+#include <memory>
+#include <vector>
+
+namespace volt::engine {
+
+struct Sequence {
+  RequestId id = 0;
+  /// Prompt then output tokens.
+  std::vector<int32_t> tokens;
+  int32_t promptLen = 0;
+  /// max_tokens, resolved against max_model_len.
+  int32_t maxTokens = 0;
+  SamplingParams params;
+  /// The seed of the request's random stream (its own, or derived).
+  uint64_t seed = 0;
+  /// Tokens masked until min_tokens outputs exist (stop ids, EOS).
+  std::vector<int32_t> minTokensMask;
+  TokenHistory history;
+  OutputText text;
+  std::shared_ptr<const OutputCallback> callback;
+
+  /// Tokens whose KV is in the cache (after this sequence's last step).
+  int32_t numComputed = 0;
+  std::vector<BlockId> blocks;
+  /// Chained hashes of the full blocks of `tokens`, computed as needed.
+  std::vector<BlockHash> blockHashes;
+  /// Leading blocks already registered in the prefix cache.
+  int32_t numCachedBlocks = 0;
+  /// -1 until first admitted.
+  int32_t cachedPromptTokens = -1;
+
+  bool running = false;
+  /// In the step being executed: only the engine thread touches it.
+  bool inFlight = false;
+  bool cancelRequested = false;
+  RequestTimes times;
+
+  int32_t numOutput() const { return int32_t(tokens.size()) - promptLen; }
+};
+
+} // namespace volt::engine

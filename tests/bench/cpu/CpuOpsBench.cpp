@@ -1,0 +1,157 @@
+// The cpu backend's hot ops at real shapes (Qwen3-30B-A3B, one rank):
+// NVFP4 linears at decode (T = 1) and small-batch (T = 64) token counts, a
+// MoE layer's gate|up at decode, and attention decode at a 4k context.
+// Bandwidth is reported as bytes of weights (or KV cache) read per second.
+// Run: ./build/bin/cpu_ops_bench; results in docs/perf/cpu-backend.md.
+#include "runtime/cpu/Ops.h"
+#include "runtime/numerics/Half.h"
+
+#include <benchmark/benchmark.h>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace volt::cpu {
+namespace {
+
+std::vector<uint16_t> randomHalf(size_t n, std::mt19937 &rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> v(n);
+  for (auto &x : v)
+    x = floatToHalf(dist(rng));
+  return v;
+}
+
+/// Random NVFP4 bytes with block scales in a sane range (0.0625 to 4).
+struct RandomNvfp4 {
+  std::vector<uint8_t> packed, scales;
+  RandomNvfp4(int64_t rows, int64_t cols, std::mt19937 &rng)
+      : packed(static_cast<size_t>(rows * cols / 2)),
+        scales(static_cast<size_t>(rows * cols / 16)) {
+    for (auto &b : packed)
+      b = static_cast<uint8_t>(rng());
+    for (auto &s : scales)
+      s = static_cast<uint8_t>(0x18 + rng() % 0x28);
+  }
+  int64_t bytes() const { return static_cast<int64_t>(packed.size() + scales.size()); }
+};
+
+// Args: N, K, T, threads.
+void BM_QLinear(benchmark::State &state) {
+  const int64_t n = state.range(0), k = state.range(1), tokens = state.range(2);
+  ThreadPool pool(static_cast<int>(state.range(3)));
+  std::mt19937 rng(1);
+  RandomNvfp4 w(n, k, rng);
+  std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+  std::vector<uint16_t> out(static_cast<size_t>(tokens * n));
+  std::vector<float> global = {1e-3f};
+  QLinearParams params;
+  params.tokens = tokens;
+  params.inFeatures = k;
+  params.outFeatures = n;
+  params.globalScales = global;
+  for (auto _ : state) {
+    qlinear(params, x.data(), {w.packed.data(), w.scales.data(), n, k}, nullptr, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * w.bytes());
+  state.counters["GFLOP/s"] = benchmark::Counter(static_cast<double>(2 * n * k * tokens) *
+                                                     static_cast<double>(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+void qlinearArgs(benchmark::internal::Benchmark *b) {
+  for (int64_t n : {768, 4096}) // an expert's gate (or up) 768x2048; q_proj 4096x2048
+    for (int64_t tokens : {1, 64})
+      for (int64_t threads : {1, 2})
+        b->Args({n, 2048, tokens, threads});
+  b->ArgNames({"N", "K", "T", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK(BM_QLinear)->Apply(qlinearArgs);
+
+// One decode token through a MoE layer's fused gate|up (SiluMul epilogue):
+// 128 experts of 2 x 768 rows, top 8. Args: threads.
+void BM_MoeGateUpDecode(benchmark::State &state) {
+  const int64_t experts = 128, topK = 8, hidden = 2048, inter = 768;
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  std::mt19937 rng(2);
+  RandomNvfp4 w(experts * 2 * inter, hidden, rng);
+  std::vector<float> global(static_cast<size_t>(experts * 2), 1e-3f);
+  std::vector<uint32_t> parts = {static_cast<uint32_t>(inter), static_cast<uint32_t>(inter)};
+  std::vector<uint16_t> x = randomHalf(static_cast<size_t>(hidden), rng);
+  std::vector<int32_t> ids = {3, 17, 40, 41, 77, 90, 100, 127}, order(8), starts(experts + 1);
+  moeAlign({1, topK, experts}, ids.data(), order.data(), starts.data());
+  std::vector<uint16_t> out(static_cast<size_t>(topK * inter));
+  MoeGroupedQLinearParams params;
+  params.tokens = 1;
+  params.topK = topK;
+  params.numExperts = experts;
+  params.inFeatures = hidden;
+  params.outFeatures = 2 * inter;
+  params.partRows = parts;
+  params.globalScales = global;
+  params.gatherTokens = true;
+  params.epilogue = Epilogue::SiluMul;
+  for (auto _ : state) {
+    moeGroupedQLinear(params, x.data(), order.data(), starts.data(),
+                      {w.packed.data(), w.scales.data(), experts * 2 * inter, hidden}, out.data(),
+                      pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Bytes of the eight experts actually read.
+  state.SetBytesProcessed(state.iterations() * w.bytes() / experts * topK);
+}
+BENCHMARK(BM_MoeGateUpDecode)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgNames({"threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// Decode attention: S sequences of one new token each at context C, 32 q
+// heads over 4 kv heads of 128. Args: C, S, threads.
+void BM_AttentionDecode(benchmark::State &state) {
+  const int64_t context = state.range(0), seqs = state.range(1);
+  const int64_t heads = 32, kvHeads = 4, dim = 128, blockSize = 16;
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::mt19937 rng(3);
+  const int64_t blocksPerSeq = (context + blockSize - 1) / blockSize;
+  const int64_t numBlocks = blocksPerSeq * seqs;
+  std::vector<uint16_t> k =
+      randomHalf(static_cast<size_t>(numBlocks * blockSize * kvHeads * dim), rng);
+  std::vector<uint16_t> v = randomHalf(k.size(), rng);
+  std::vector<int32_t> tables(static_cast<size_t>(numBlocks));
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), rng);
+  std::vector<int32_t> seqStarts(static_cast<size_t>(seqs + 1)),
+      contextLens(static_cast<size_t>(seqs), static_cast<int32_t>(context)),
+      slots(static_cast<size_t>(seqs));
+  for (int64_t s = 0; s <= seqs; ++s)
+    seqStarts[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+  for (int64_t s = 0; s < seqs; ++s)
+    slots[static_cast<size_t>(s)] =
+        tables[static_cast<size_t>(s * blocksPerSeq + (context - 1) / blockSize)] * blockSize +
+        static_cast<int32_t>((context - 1) % blockSize);
+  std::vector<uint16_t> qkv =
+      randomHalf(static_cast<size_t>(seqs * (heads + 2 * kvHeads) * dim), rng);
+  std::vector<uint16_t> out(static_cast<size_t>(seqs * heads * dim));
+  for (auto _ : state) {
+    attention({seqs, seqs, heads, kvHeads, dim}, qkv.data(),
+              {slots.data(), seqStarts.data(), contextLens.data(), tables.data(), blocksPerSeq},
+              {k.data(), v.data(), numBlocks, blockSize}, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * seqs * context * kvHeads * dim * 2 * 2);
+}
+BENCHMARK(BM_AttentionDecode)
+    ->Args({4096, 1, 1})
+    ->Args({4096, 1, 2})
+    ->Args({4096, 4, 2})
+    ->ArgNames({"C", "S", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+} // namespace
+} // namespace volt::cpu
+
+BENCHMARK_MAIN();

@@ -1,0 +1,148 @@
+//===- EngineBench.cpp - scheduling overhead and sampler cost -------------===//
+//
+// The engine's own cost, without a model: one step of 64 decoding
+// sequences on a backend that does nothing (scheduling, block allocation,
+// batch building, sampling a 32-token vocabulary, callbacks), and the
+// sampler on one row of a 151,936-token vocabulary (Qwen3's). Results are
+// recorded in docs/perf/engine.md.
+//
+//   ./build/bin/engine_bench [--benchmark_filter=Sampler]
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/engine/Engine.h"
+#include "runtime/engine/Sampler.h"
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+
+namespace volt::engine {
+namespace {
+
+class NullBackend : public StepBackend {
+public:
+  Status runStep(const StepBatch &, std::span<float>) override { return Status::success(); }
+};
+
+// One step with `range(0)` sequences decoding (prompts already in the
+// cache); range(1) turns prefix caching on.
+void BM_EngineStepDecode(benchmark::State &state) {
+  const int32_t numSeqs = int32_t(state.range(0));
+  EngineConfig cfg;
+  cfg.vocabSize = 32;
+  cfg.blockSize = 16;
+  cfg.maxModelLen = 8192;
+  cfg.numKvBlocks = numSeqs * (cfg.maxModelLen / cfg.blockSize);
+  cfg.maxNumSeqs = 256;
+  cfg.maxNumBatchedTokens = 8192;
+  cfg.enablePrefixCaching = state.range(1) != 0;
+  NullBackend backend;
+  auto engine = std::move(*Engine::create(cfg, backend));
+  std::mt19937 rng(1);
+  int64_t finished = 0;
+  auto submit = [&] {
+    Request r;
+    for (int i = 0; i < 512; ++i)
+      r.promptTokens.push_back(int32_t(rng() % 32));
+    r.sampling.temperature = 0;
+    r.sampling.maxTokens = cfg.maxModelLen - 512;
+    r.onOutput = [&](const RequestOutput &o) { finished += o.finished; };
+    (void)engine->submit(std::move(r));
+  };
+  for (int i = 0; i < numSeqs; ++i)
+    submit();
+  (void)engine->step(); // the prefills
+  for (auto _ : state) {
+    auto r = engine->step();
+    benchmark::DoNotOptimize(r);
+    if (finished > 0) {
+      state.PauseTiming();
+      for (; finished > 0; --finished)
+        submit();
+      (void)engine->step();
+      state.ResumeTiming();
+    }
+  }
+  state.counters["seqs"] = numSeqs;
+  state.SetItemsProcessed(state.iterations() * numSeqs);
+}
+BENCHMARK(BM_EngineStepDecode)->Args({64, 0})->Args({64, 1})->Args({256, 0});
+
+// Logits shaped like a trained model's: a normal bulk and a few likely tokens.
+std::vector<float> modelLikeLogits(int32_t vocab) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0, 2.5f);
+  std::vector<float> logits(vocab);
+  for (float &l : logits)
+    l = normal(rng);
+  for (int i = 0; i < 40; ++i)
+    logits[rng() % vocab] += 8 + float(i % 8);
+  return logits;
+}
+
+constexpr int32_t kQwenVocab = 151936;
+
+void runSampler(benchmark::State &state, const SamplingParams &p) {
+  auto logits = modelLikeLogits(kQwenVocab);
+  Sampler sampler(kQwenVocab);
+  TokenHistory history;
+  std::vector<int32_t> prompt(512);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = int32_t(i * 97 % kQwenVocab);
+  history.setPrompt(prompt);
+  for (int i = 0; i < 64; ++i)
+    history.addOutput(int32_t(i * 31 % kQwenVocab));
+  uint64_t draw = 0;
+  for (auto _ : state) {
+    auto r = sampler.sample(logits, p, history, {}, uniformDraw(9, draw++));
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_SamplerGreedy(benchmark::State &state) {
+  SamplingParams p;
+  p.temperature = 0;
+  runSampler(state, p);
+}
+BENCHMARK(BM_SamplerGreedy);
+
+void BM_SamplerTemperature(benchmark::State &state) {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  runSampler(state, p);
+}
+BENCHMARK(BM_SamplerTemperature);
+
+void BM_SamplerTopP(benchmark::State &state) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.topP = 0.8f;
+  runSampler(state, p);
+}
+BENCHMARK(BM_SamplerTopP);
+
+void BM_SamplerTopKTopP(benchmark::State &state) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.topK = 20;
+  p.topP = 0.8f;
+  runSampler(state, p);
+}
+BENCHMARK(BM_SamplerTopKTopP);
+
+void BM_SamplerTopPPenaltiesLogprobs(benchmark::State &state) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.topP = 0.8f;
+  p.repetitionPenalty = 1.1f;
+  p.presencePenalty = 0.5f;
+  p.logprobs = 5;
+  runSampler(state, p);
+}
+BENCHMARK(BM_SamplerTopPPenaltiesLogprobs);
+
+} // namespace
+} // namespace volt::engine
+
+BENCHMARK_MAIN();

@@ -1,0 +1,131 @@
+// The inner loops the ops are built from: exact conversions, the documented
+// summation order, and NVFP4 decoding against runtime/numerics.
+#include "runtime/cpu/Kernels.h"
+
+#include "TestUtil.h"
+
+#include <bit>
+
+namespace volt::cpu {
+namespace {
+
+using namespace test;
+
+TEST(Kernels, HalfToFloatIsExactForEveryCode) {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i)
+    all[i] = static_cast<uint16_t>(i);
+  std::vector<float> got(all.size());
+  // An odd start and length exercise the vector loop's edges.
+  detail::halfToFloat(all.data(), got.data(), 3);
+  detail::halfToFloat(all.data() + 3, got.data() + 3, 65536 - 3);
+  for (uint32_t i = 0; i < 65536; ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
+              std::bit_cast<uint32_t>(halfToFloat(static_cast<uint16_t>(i))))
+        << "half 0x" << std::hex << i;
+}
+
+TEST(Kernels, FloatToHalfRoundsToNearestEven) {
+  std::vector<float> in = {
+      0.0f,     -0.0f,    1.0f,     65504.0f,        65520.0f,
+      1e-8f,    2.98e-8f, 0x1p-25f, 1.0f + 0x1p-11f, 1.0f + 0x1p-11f + 0x1p-20f,
+      -3.14159f};
+  std::vector<uint16_t> out(in.size());
+  detail::floatToHalf(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_EQ(out[i], floatToHalf(in[i])) << in[i];
+}
+
+/// The documented order, spelled out: 16 strided lanes, folded pairwise.
+float laneOrderDot(const float *a, const float *b, int64_t n) {
+  float lanes[16] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    volatile float product = a[i] * b[i]; // no contraction into an FMA
+    lanes[i % 16] += product;
+  }
+  for (int width = 8; width >= 1; width /= 2)
+    for (int l = 0; l < width; ++l)
+      lanes[l] += lanes[l + width];
+  return lanes[0];
+}
+
+TEST(Kernels, DotFollowsTheDocumentedLaneOrder) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist;
+  for (int64_t n : {0, 1, 5, 15, 16, 17, 31, 64, 100, 129, 2048, 2049}) {
+    std::vector<float> a(static_cast<size_t>(n)), b(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      // Wide magnitudes make the order visible in the result's low bits.
+      a[i] = std::ldexp(dist(rng), static_cast<int>(rng() % 20) - 10);
+      b[i] = dist(rng);
+    }
+    float want = laneOrderDot(a.data(), b.data(), n);
+    EXPECT_EQ(std::bit_cast<uint32_t>(detail::dot(a.data(), b.data(), n)),
+              std::bit_cast<uint32_t>(want))
+        << "n = " << n;
+    EXPECT_EQ(std::bit_cast<uint32_t>(detail::sumSquares(a.data(), n)),
+              std::bit_cast<uint32_t>(laneOrderDot(a.data(), a.data(), n)))
+        << "n = " << n;
+  }
+}
+
+TEST(Kernels, DotRowsMatchesDotBitForBit) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist;
+  for (int64_t n : {1, 16, 37, 256}) {
+    for (int64_t rows : {1, 3, 4, 9}) {
+      int64_t stride = n + 3;
+      std::vector<float> w(static_cast<size_t>(n)), x(static_cast<size_t>(rows * stride));
+      for (auto &v : w)
+        v = dist(rng);
+      for (auto &v : x)
+        v = std::ldexp(dist(rng), static_cast<int>(rng() % 16) - 8);
+      std::vector<float> out(static_cast<size_t>(rows));
+      detail::dotRows(w.data(), x.data(), stride, rows, n, out.data());
+      for (int64_t r = 0; r < rows; ++r)
+        EXPECT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(r)]),
+                  std::bit_cast<uint32_t>(detail::dot(x.data() + r * stride, w.data(), n)))
+            << "n = " << n << " row " << r;
+    }
+  }
+}
+
+TEST(Kernels, AxpyIsElementwise) {
+  std::vector<float> x = {1.5f, -2.0f, 3.0f}, y = {1.0f, 1.0f, 1.0f};
+  detail::axpy(0.5f, x.data(), y.data(), 3);
+  EXPECT_EQ(y, (std::vector<float>{1.75f, 0.0f, 2.5f}));
+}
+
+TEST(Kernels, Nvfp4RowDecodesEveryElementAndScaleCode) {
+  // Every (element, scale) code pair: 256 blocks of 16, block b scaled by
+  // code b, element j of each block = code j.
+  const int64_t cols = 256 * 16;
+  std::vector<uint8_t> packed(static_cast<size_t>(cols / 2)), scales(256);
+  for (int b = 0; b < 256; ++b) {
+    scales[static_cast<size_t>(b)] = static_cast<uint8_t>(b);
+    for (int j = 0; j < 8; ++j)
+      packed[static_cast<size_t>(b * 8 + j)] = static_cast<uint8_t>((2 * j) | (2 * j + 1) << 4);
+  }
+  std::vector<float> got(static_cast<size_t>(cols)), table(got.size());
+  detail::decodeNvfp4Row(packed.data(), scales.data(), cols, got.data());
+  detail::decodeNvfp4RowWithTable(packed.data(), scales.data(), cols, table.data());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(table[i]) ||
+                (std::isnan(got[i]) && std::isnan(table[i])))
+        << "element " << i << ": the two decoders differ";
+  for (int b = 0; b < 256; ++b) {
+    for (int j = 0; j < 16; ++j) {
+      float want =
+          nvfp4::decodeE2M1(static_cast<uint8_t>(j)) * nvfp4::decodeE4M3(static_cast<uint8_t>(b));
+      float g = got[static_cast<size_t>(b * 16 + j)];
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(g)) << "scale code " << b << " element " << j;
+      else
+        EXPECT_EQ(std::bit_cast<uint32_t>(g), std::bit_cast<uint32_t>(want))
+            << "scale code " << b << " element " << j;
+    }
+  }
+}
+
+} // namespace
+} // namespace volt::cpu

@@ -1,0 +1,176 @@
+// Linear and QLinear against double-precision matrix products; QLinear's
+// weights are dequantized with runtime/numerics (quantize + dequantizeRow).
+#include "runtime/cpu/Linear.h"
+
+#include "TestUtil.h"
+
+namespace volt::cpu {
+namespace {
+
+using namespace test;
+
+/// out[t, n] of a GEMM in double, with the bound on the FP32 result's error.
+struct Expected {
+  std::vector<double> value, bound;
+};
+
+/// x [T, K] times w [N, K]^T plus bias, and the bound on the FP32 result's
+/// error: the dot ((K + 2) u of the absolute products; one more u when the
+/// reference weights are themselves FP32-rounded by dequantizeRow), a
+/// rounding for the global scale and one for the bias.
+Expected referenceGemm(const std::vector<double> &x, const std::vector<double> &w,
+                       const std::vector<double> &bias, int64_t tokens, int64_t k, int64_t n,
+                       bool weightRounding) {
+  Expected e;
+  e.value.resize(static_cast<size_t>(tokens * n));
+  e.bound.resize(e.value.size());
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t r = 0; r < n; ++r) {
+      double sum = 0, abs = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        double p = x[static_cast<size_t>(t * k + i)] * w[static_cast<size_t>(r * k + i)];
+        sum += p;
+        abs += std::fabs(p);
+      }
+      double y = sum + (bias.empty() ? 0.0 : bias[static_cast<size_t>(r)]);
+      double bound = dotBound(k + (weightRounding ? 1 : 0), abs);
+      bound += kU32 * (std::fabs(sum) + bound) + kU32 * (std::fabs(y) + 2 * bound);
+      e.value[static_cast<size_t>(t * n + r)] = y;
+      e.bound[static_cast<size_t>(t * n + r)] = bound;
+    }
+  }
+  return e;
+}
+
+void expectOutput(const void *out, DType dtype, const Expected &e, const std::string &what) {
+  for (size_t i = 0; i < e.value.size(); ++i) {
+    double got = dtype == DType::F16 ? h2d(static_cast<const uint16_t *>(out)[i])
+                                     : static_cast<double>(static_cast<const float *>(out)[i]);
+    double tolerance = dtype == DType::F16 ? f16Tolerance(e.value[i], e.bound[i]) : e.bound[i];
+    ASSERT_NEAR(got, e.value[i], tolerance) << what << ", output " << i;
+  }
+}
+
+TEST(Linear, MatchesDoubleForOddShapesBiasAndOutputTypes) {
+  std::mt19937 rng(20);
+  ThreadPool pool(3);
+  for (int64_t k : {1, 7, 16, 100, 257}) {
+    for (int64_t n : {1, 5, 17, 40}) {
+      for (int64_t tokens : {1, 3, 9}) {
+        for (bool withBias : {false, true}) {
+          for (DType outDtype : {DType::F16, DType::F32}) {
+            std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+            std::vector<uint16_t> w = randomHalf(static_cast<size_t>(n * k), rng, 0.1f);
+            std::vector<uint16_t> bias = randomHalf(static_cast<size_t>(n), rng);
+            std::vector<uint8_t> out(static_cast<size_t>(tokens * n) * dtypeSize(outDtype));
+            linear({tokens, k, n, outDtype}, x.data(), w.data(), withBias ? bias.data() : nullptr,
+                   out.data(), pool);
+            Expected e = referenceGemm(toDouble(x), toDouble(w),
+                                       withBias ? toDouble(bias) : std::vector<double>{}, tokens, k,
+                                       n, false);
+            expectOutput(out.data(), outDtype, e,
+                         "K " + std::to_string(k) + " N " + std::to_string(n) + " T " +
+                             std::to_string(tokens));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QLinear, MatchesDequantizeThenMatmulWithFusedParts) {
+  std::mt19937 rng(21);
+  ThreadPool pool(2);
+  for (int64_t k : {16, 48, 256}) {
+    for (std::vector<uint32_t> parts :
+         {std::vector<uint32_t>{20}, {8, 3, 3}, {33, 17}, {1, 1, 1}}) {
+      for (int64_t tokens : {1, 5, 70}) {
+        for (bool withBias : {false, true}) {
+          for (DType outDtype : {DType::F16, DType::F32}) {
+            TestNvfp4 w = makeNvfp4(parts, k, rng);
+            const int64_t n = w.rows;
+            std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+            std::vector<uint16_t> bias = randomHalf(static_cast<size_t>(n), rng, 0.01f);
+            std::vector<uint8_t> out(static_cast<size_t>(tokens * n) * dtypeSize(outDtype));
+            QLinearParams params;
+            params.tokens = tokens;
+            params.inFeatures = k;
+            params.outFeatures = n;
+            params.partRows = w.partRows;
+            params.globalScales = w.globalScales;
+            params.outDtype = outDtype;
+            qlinear(params, x.data(), w.view(), withBias ? bias.data() : nullptr, out.data(), pool);
+            Expected e = referenceGemm(toDouble(x), w.values,
+                                       withBias ? toDouble(bias) : std::vector<double>{}, tokens, k,
+                                       n, true);
+            expectOutput(out.data(), outDtype, e,
+                         "K " + std::to_string(k) + " parts " + std::to_string(parts.size()) +
+                             " T " + std::to_string(tokens));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(QLinear, SiluMulEpilogueCombinesGateAndUpBeforeRounding) {
+  std::mt19937 rng(22);
+  ThreadPool pool(2);
+  for (int64_t inter : {1, 16, 19}) {
+    for (bool sharedScale : {false, true}) {
+      const int64_t k = 64, tokens = 6;
+      TestNvfp4 w =
+          sharedScale
+              ? makeNvfp4({static_cast<uint32_t>(2 * inter)}, k, rng)
+              : makeNvfp4({static_cast<uint32_t>(inter), static_cast<uint32_t>(inter)}, k, rng);
+      std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+      std::vector<uint16_t> bias = randomHalf(static_cast<size_t>(2 * inter), rng, 0.1f);
+      std::vector<uint16_t> out(static_cast<size_t>(tokens * inter));
+      QLinearParams params;
+      params.tokens = tokens;
+      params.inFeatures = k;
+      params.outFeatures = 2 * inter;
+      params.partRows = w.partRows;
+      params.globalScales = w.globalScales;
+      params.epilogue = Epilogue::SiluMul;
+      qlinear(params, x.data(), w.view(), bias.data(), out.data(), pool);
+
+      Expected e = referenceGemm(toDouble(x), w.values, toDouble(bias), tokens, k, 2 * inter, true);
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t c = 0; c < inter; ++c) {
+          size_t gi = static_cast<size_t>(t * 2 * inter + c), ui = gi + static_cast<size_t>(inter);
+          double g = e.value[gi], u = e.value[ui];
+          double sig = 1.0 / (1.0 + std::exp(-g));
+          double want = g * sig * u;
+          // silu'(g) is within [-0.1, 1.1]; the silu itself adds ~4 roundings.
+          double bound = 1.1 * e.bound[gi] * std::fabs(u) + std::fabs(g * sig) * e.bound[ui] +
+                         8 * kU32 * std::fabs(want);
+          double got = h2d(out[static_cast<size_t>(t * inter + c)]);
+          ASSERT_NEAR(got, want, f16Tolerance(want, bound))
+              << "I " << inter << " token " << t << " column " << c;
+        }
+      }
+    }
+  }
+}
+
+TEST(QLinear, GlobalScaleMultipliesTheSum) {
+  // One row of K = 16 with all elements 1 (code 2) and block scale 1 (0x38):
+  // the output is exactly 16 * x * global scale.
+  ThreadPool pool(1);
+  std::vector<uint8_t> packed(8, 0x22), scales(1, 0x38);
+  std::vector<uint16_t> x(16, floatToHalf(0.5f));
+  std::vector<float> global = {0.25f};
+  float out = 0;
+  QLinearParams params;
+  params.tokens = 1;
+  params.inFeatures = 16;
+  params.outFeatures = 1;
+  params.globalScales = global;
+  params.outDtype = DType::F32;
+  qlinear(params, x.data(), {packed.data(), scales.data(), 1, 16}, nullptr, &out, pool);
+  EXPECT_EQ(out, 2.0f);
+}
+
+} // namespace
+} // namespace volt::cpu

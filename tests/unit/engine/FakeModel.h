@@ -1,0 +1,159 @@
+//===- FakeModel.h - a deterministic step backend for engine tests -*- C++ -*-===//
+//
+// A "model" whose next-token logits are a hash of the sequence's whole
+// context. The context is not taken from the engine's token lists: the
+// backend writes each step's tokens (and their positions) into a paged KV
+// store at the slots the engine gives, and reads every sequence's context
+// back through its block table. A wrong slot, block table, position or
+// prefix-cache hit therefore changes the logits, and reading a slot that
+// holds another position is reported as an error. The reference generator
+// computes the same logits from plain token lists.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/engine/Sampler.h"
+#include "runtime/engine/StepBackend.h"
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace volt::engine::testing {
+
+inline uint64_t fakeMix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+/// The fake model's logits for a context (all tokens so far).
+inline void fakeLogits(std::span<const int32_t> context, std::span<float> out) {
+  uint64_t h = 0x1234567;
+  for (int32_t t : context)
+    h = fakeMix(h ^ (uint64_t(uint32_t(t)) + 0x9e3779b97f4a7c15ULL));
+  for (size_t v = 0; v < out.size(); ++v) {
+    uint64_t r = fakeMix(h + v * 0x9e3779b97f4a7c15ULL);
+    out[v] = float(r >> 40) / float(1 << 24) * 8.0f - 4.0f; // [-4, 4)
+  }
+}
+
+/// What a fake step looked like.
+struct StepRecord {
+  int32_t numTokens = 0;
+  int32_t numSeqs = 0;
+  std::vector<int32_t> seqLengths; // new tokens per sequence, in batch order
+  std::vector<int32_t> contextLens;
+};
+
+class FakeModel : public StepBackend {
+public:
+  FakeModel(int32_t vocabSize, int32_t numBlocks, int32_t blockSize)
+      : vocab_(vocabSize), blockSize_(blockSize), kv_(size_t(numBlocks) * blockSize) {}
+
+  /// Called first in every step; a failure is returned as the step's.
+  std::function<Status(const StepBatch &)> beforeStep;
+  std::vector<StepRecord> steps;
+
+  Status runStep(const StepBatch &b, std::span<float> logits) override {
+    if (beforeStep)
+      VOLT_RETURN_IF_ERROR(beforeStep(b));
+    VOLT_RETURN_IF_ERROR(checkShapes(b, logits));
+    StepRecord rec{b.numTokens, b.numSeqs, {}, {}};
+    for (int32_t t = 0; t < b.numTokens; ++t)
+      kv_[b.slotMapping[t]] = {b.tokens[t], b.positions[t]};
+    std::vector<int32_t> context;
+    for (int32_t s = 0; s < b.numSeqs; ++s) {
+      rec.seqLengths.push_back(b.seqStarts[s + 1] - b.seqStarts[s]);
+      rec.contextLens.push_back(b.contextLens[s]);
+      context.clear();
+      for (int32_t p = 0; p < b.contextLens[s]; ++p) {
+        int32_t block = b.blockTables[size_t(s) * b.maxBlocksPerSeq + p / blockSize_];
+        const Slot &slot = kv_[size_t(block) * blockSize_ + p % blockSize_];
+        if (slot.position != p)
+          return Error("fake model: sequence " + std::to_string(s) + " reads position " +
+                       std::to_string(p) + " from a slot holding position " +
+                       std::to_string(slot.position));
+        context.push_back(slot.token);
+      }
+      fakeLogits(context, logits.subspan(size_t(s) * vocab_, vocab_));
+    }
+    steps.push_back(std::move(rec));
+    return Status::success();
+  }
+
+private:
+  struct Slot {
+    int32_t token = -1;
+    int32_t position = -1;
+  };
+
+  Status checkShapes(const StepBatch &b, std::span<float> logits) const {
+    auto fail = [](const std::string &what) { return Error("fake model: " + what); };
+    if (b.numTokens < 1 || b.numSeqs < 1)
+      return fail("empty step");
+    if (int32_t(b.tokens.size()) != b.numTokens || int32_t(b.positions.size()) != b.numTokens ||
+        int32_t(b.slotMapping.size()) != b.numTokens ||
+        int32_t(b.seqStarts.size()) != b.numSeqs + 1 ||
+        int32_t(b.contextLens.size()) != b.numSeqs || int32_t(b.logitsRows.size()) != b.numSeqs ||
+        b.blockTables.size() != size_t(b.numSeqs) * b.maxBlocksPerSeq ||
+        logits.size() != size_t(b.numSeqs) * vocab_)
+      return fail("array sizes disagree with T and S");
+    if (b.seqStarts[0] != 0 || b.seqStarts[b.numSeqs] != b.numTokens)
+      return fail("seq_starts must run from 0 to T");
+    for (int32_t s = 0; s < b.numSeqs; ++s) {
+      int32_t begin = b.seqStarts[s], end = b.seqStarts[s + 1];
+      if (end <= begin)
+        return fail("a sequence with no tokens");
+      if (b.logitsRows[s] != end - 1)
+        return fail("logits row is not the sequence's last token");
+      if (b.positions[end - 1] != b.contextLens[s] - 1)
+        return fail("context length disagrees with the last position");
+      for (int32_t t = begin; t < end; ++t) {
+        int32_t pos = b.positions[t];
+        if (t > begin && pos != b.positions[t - 1] + 1)
+          return fail("positions of a sequence are not consecutive");
+        if (b.tokens[t] < 0 || b.tokens[t] >= vocab_)
+          return fail("token outside the vocabulary");
+        int32_t block = b.blockTables[size_t(s) * b.maxBlocksPerSeq + pos / blockSize_];
+        if (b.slotMapping[t] != block * blockSize_ + pos % blockSize_)
+          return fail("slot mapping disagrees with the block table");
+      }
+    }
+    return Status::success();
+  }
+
+  int32_t vocab_;
+  int32_t blockSize_;
+  std::vector<Slot> kv_;
+};
+
+/// What the engine must produce for `prompt`: run the fake model on plain
+/// token lists, sampling as the engine does (draw i of `seed` for output i).
+inline std::vector<int32_t> referenceTokens(std::span<const int32_t> prompt, int32_t count,
+                                            const SamplingParams &params, uint64_t seed,
+                                            int32_t vocab) {
+  Sampler sampler(vocab);
+  TokenHistory history;
+  history.setPrompt(prompt);
+  std::vector<int32_t> tokens(prompt.begin(), prompt.end());
+  std::vector<float> logits(vocab);
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < count; ++i) {
+    fakeLogits(tokens, logits);
+    auto r = sampler.sample(logits, params, history, {}, uniformDraw(seed, i));
+    if (!r.ok())
+      return out;
+    tokens.push_back(r->token);
+    history.addOutput(r->token);
+    out.push_back(r->token);
+  }
+  return out;
+}
+
+} // namespace volt::engine::testing

@@ -360,6 +360,11 @@ void Engine::stop() {
   wake_.notify_all();
 }
 
+Status Engine::resetPrefixCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scheduler_.blockManager().resetPrefixCache();
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   EngineStats s = totals_;

@@ -94,6 +94,10 @@ public:
   /// Makes run() return after the current step. Thread-safe.
   void stop();
 
+  /// Forgets every cached prefix block (vLLM's /reset_prefix_cache).
+  /// Fails while any request holds blocks. Thread-safe.
+  Status resetPrefixCache();
+
   /// Whether a step would do something. Thread-safe.
   bool hasWork() const;
   EngineStats stats() const;

@@ -149,7 +149,7 @@ void decodeNvfp4RowWithTable(const uint8_t *packed, const uint8_t *scales, int64
     float scale = e4m3[scales[b]];
     const uint8_t *p = packed + b * 8;
     float *o = out + b * 16;
-    for (int j = 0; j < 8; ++j) {
+    for (int64_t j = 0; j < 8; ++j) {
       o[2 * j] = kE2M1[p[j] & 0xF] * scale;
       o[2 * j + 1] = kE2M1[p[j] >> 4] * scale;
     }

@@ -68,7 +68,7 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
 
   // A token tile of about 256 KiB of activations stays in cache across the
   // item's rows.
-  const int64_t tile = std::clamp<int64_t>(256 * 1024 / (cols * 4), 4, 256);
+  const int64_t tile = std::clamp<int64_t>((int64_t{256} << 10) / (cols * 4), 4, 256);
   scratch.acc.resize(static_cast<size_t>(rows * tile));
   float *acc = scratch.acc.data();
   for (int64_t t0 = 0; t0 < tokens; t0 += tile) {

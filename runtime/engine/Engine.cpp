@@ -53,7 +53,10 @@ Result<std::unique_ptr<Engine>> Engine::create(EngineConfig config, StepBackend 
 
 Engine::Engine(EngineConfig config, StepBackend &backend)
     : config_(std::move(config)), backend_(backend), scheduler_(config_),
-      sampler_(config_.vocabSize) {}
+      pool_(config_.samplerThreads) {
+  for (int i = 0; i < pool_.threads(); ++i)
+    samplers_.push_back(std::make_unique<Sampler>(config_.vocabSize));
+}
 
 Engine::~Engine() = default;
 
@@ -154,8 +157,8 @@ bool Engine::cancel(RequestId id) {
   return true;
 }
 
-Engine::Outcome Engine::processSample(const ScheduledSeq &s, std::span<const float> logits,
-                                      Clock::time_point now) {
+Engine::Outcome Engine::processSample(Sampler &sampler, const ScheduledSeq &s,
+                                      std::span<const float> logits, Clock::time_point now) {
   Sequence &seq = *s.seq;
   const SamplingParams &p = seq.params;
   Outcome o;
@@ -164,7 +167,7 @@ Engine::Outcome Engine::processSample(const ScheduledSeq &s, std::span<const flo
   std::span<const int32_t> masked;
   if (drawIndex < p.minTokens)
     masked = seq.minTokensMask;
-  auto sampled = sampler_.sample(logits, p, seq.history, masked, uniformDraw(seq.seed, drawIndex));
+  auto sampled = sampler.sample(logits, p, seq.history, masked, uniformDraw(seq.seed, drawIndex));
   if (!sampled.ok()) {
     o.finish = FinishReason::Abort;
     o.error = "sampling failed: " + sampled.message();
@@ -256,11 +259,17 @@ Result<StepStats> Engine::step() {
   Status status = backend_.runStep(buffers_.view(), logits_);
   Clock::time_point now = Clock::now();
   std::vector<Outcome> outcomes(sched.seqs.size());
-  if (status.ok())
+  if (status.ok()) {
+    std::vector<size_t> sampling;
     for (size_t i = 0; i < sched.seqs.size(); ++i)
       if (sched.seqs[i].samples)
-        outcomes[i] =
-            processSample(sched.seqs[i], std::span(logits_).subspan(i * vocab, vocab), now);
+        sampling.push_back(i);
+    pool_.run(sampling.size(), [&](int worker, size_t j) {
+      size_t i = sampling[j];
+      outcomes[i] = processSample(*samplers_[worker], sched.seqs[i],
+                                  std::span(logits_).subspan(i * vocab, vocab), now);
+    });
+  }
 
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -349,6 +358,11 @@ void Engine::stop() {
   std::lock_guard<std::mutex> lock(mu_);
   stopRequested_ = true;
   wake_.notify_all();
+}
+
+Status Engine::resetPrefixCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scheduler_.blockManager().resetPrefixCache();
 }
 
 EngineStats Engine::stats() const {

@@ -7,7 +7,9 @@
 // thread (HTTP handlers); step() and the run loops run on one engine
 // thread, which is also where output callbacks are called. The backend and
 // the sampler run without the engine's lock held, so submit() and cancel()
-// never wait for a step's computation.
+// never wait for a step's computation. With sampler_threads > 1, a step's
+// sequences are sampled (and their detokenizers stepped) on a small pool;
+// one request's detokenizer is never called from two threads at once.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -18,6 +20,7 @@
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/Scheduler.h"
 #include "runtime/engine/StepBackend.h"
+#include "runtime/engine/WorkerPool.h"
 #include "runtime/support/Status.h"
 
 #include <condition_variable>
@@ -91,6 +94,10 @@ public:
   /// Makes run() return after the current step. Thread-safe.
   void stop();
 
+  /// Forgets every cached prefix block (vLLM's /reset_prefix_cache).
+  /// Fails while any request holds blocks. Thread-safe.
+  Status resetPrefixCache();
+
   /// Whether a step would do something. Thread-safe.
   bool hasWork() const;
   EngineStats stats() const;
@@ -119,7 +126,7 @@ private:
   };
 
   bool hasWorkLocked() const;
-  Outcome processSample(const ScheduledSeq &s, std::span<const float> logits,
+  Outcome processSample(Sampler &sampler, const ScheduledSeq &s, std::span<const float> logits,
                         Clock::time_point now);
   RequestOutput makeOutput(const Sequence &seq) const;
   // Removes a sequence (blocks freed) and queues its final output.
@@ -138,8 +145,9 @@ private:
   bool stopRequested_ = false;
   EngineStats totals_;
 
-  // Engine thread only.
-  Sampler sampler_;
+  // Engine thread (and, inside a step, the sampler pool) only.
+  WorkerPool pool_;
+  std::vector<std::unique_ptr<Sampler>> samplers_; // one per pool thread
   StepBuffers buffers_;
   std::vector<float> logits_;
 };

@@ -24,6 +24,10 @@ Status validateConfig(EngineConfig &config) {
   VOLT_RETURN_IF_ERROR(atLeast("max_num_batched_tokens", config.maxNumBatchedTokens, 1));
   VOLT_RETURN_IF_ERROR(atLeast("max_model_len", config.maxModelLen, 2));
   VOLT_RETURN_IF_ERROR(atLeast("max_logprobs", config.maxLogprobs, 0));
+  VOLT_RETURN_IF_ERROR(atLeast("sampler_threads", config.samplerThreads, 1));
+  if (config.samplerThreads > 256)
+    return Error("sampler_threads: expected at most 256, found " +
+                 std::to_string(config.samplerThreads));
   int64_t needed = (int64_t(config.maxModelLen) + config.blockSize - 1) / int64_t(config.blockSize);
   if (config.maxBlocksPerSeq == 0)
     config.maxBlocksPerSeq = static_cast<int32_t>(needed);

@@ -40,6 +40,9 @@ struct EngineConfig {
   int32_t maxLogprobs = 20;
   /// Seeds the random streams of requests that give no seed of their own.
   uint64_t seed = 0;
+  /// Threads that sample a step's sequences (the engine thread included).
+  /// Tokens do not depend on it.
+  int32_t samplerThreads = 1;
 };
 
 /// Checks `config` and fills `maxBlocksPerSeq` when it is 0. Messages name

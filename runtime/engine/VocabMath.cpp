@@ -5,9 +5,9 @@
 #include <cstring>
 #include <limits>
 
-// The 32-byte vector helpers below are internal and inlined into each
-// clone; no vector crosses an ABI boundary, so GCC's note that AVX changes
-// the vector-passing ABI does not apply.
+// The 32-byte vector helpers below are forced inline into each clone, so no
+// vector is ever passed between functions compiled for different targets
+// (which would disagree on how to pass it: the ABI change GCC notes).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -18,19 +18,21 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+#define VOLT_INLINE inline __attribute__((always_inline))
+
 typedef float F8 __attribute__((vector_size(32)));
 typedef int32_t I8 __attribute__((vector_size(32)));
 
-inline F8 load(const float *p) {
+VOLT_INLINE F8 load(const float *p) {
   F8 v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float *p, F8 v) { std::memcpy(p, &v, sizeof v); }
-inline F8 splat(float x) { return F8{} + x; }
+VOLT_INLINE void store(float *p, F8 v) { std::memcpy(p, &v, sizeof v); }
+VOLT_INLINE F8 splat(float x) { return F8{} + x; }
 
 // expNonPositive, eight at a time.
-inline F8 expNonPositive8(F8 x) {
+VOLT_INLINE F8 expNonPositive8(F8 x) {
   const F8 lo = splat(-87.0f);
   I8 valid = x > lo;
   F8 clamped = valid ? x : lo;
@@ -50,14 +52,14 @@ inline F8 expNonPositive8(F8 x) {
   return valid ? e * scale : splat(0.0f);
 }
 
-float horizontalMax(F8 v) {
+VOLT_INLINE float horizontalMax(F8 v) {
   float m = kNegInf;
   for (int j = 0; j < 8; ++j)
     m = v[j] > m ? v[j] : m;
   return m;
 }
 
-double horizontalSum(F8 v) {
+VOLT_INLINE double horizontalSum(F8 v) {
   double s = 0;
   for (int j = 0; j < 8; ++j)
     s += v[j];

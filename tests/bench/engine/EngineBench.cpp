@@ -2,8 +2,9 @@
 //
 // The engine's own cost, without a model: one step of 64 decoding
 // sequences on a backend that does nothing (scheduling, block allocation,
-// batch building, sampling a 32-token vocabulary, callbacks), and the
-// sampler on one row of a 151,936-token vocabulary (Qwen3's). Results are
+// batch building, sampling a 32-token vocabulary, callbacks); the same step
+// sampling top-p from a 151,936-token vocabulary (Qwen3's) on 1 and 2
+// sampler threads; and the sampler alone on one such row. Results are
 // recorded in docs/perf/engine.md.
 //
 //   ./build/bin/engine_bench [--benchmark_filter=Sampler]
@@ -68,6 +69,68 @@ void BM_EngineStepDecode(benchmark::State &state) {
 }
 BENCHMARK(BM_EngineStepDecode)->Args({64, 0})->Args({64, 1})->Args({256, 0});
 
+std::vector<float> modelLikeLogits(int32_t vocab);
+constexpr int32_t kQwenVocab = 151936;
+
+// Writes model-like logits into every row once; later steps reuse them
+// (the engine keeps its logits buffer), so the backend costs nothing.
+class FixedLogitsBackend : public StepBackend {
+public:
+  Status runStep(const StepBatch &, std::span<float> logits) override {
+    if (logits.size() != filled_) {
+      static const std::vector<float> row = modelLikeLogits(kQwenVocab);
+      for (size_t at = 0; at + row.size() <= logits.size(); at += row.size())
+        std::copy(row.begin(), row.end(), logits.begin() + at);
+      filled_ = logits.size();
+    }
+    return Status::success();
+  }
+
+private:
+  size_t filled_ = 0;
+};
+
+// One decode step of 64 sequences sampling top-p from a Qwen-sized
+// vocabulary, on range(0) sampler threads: the whole engine-side cost of a
+// step.
+void BM_EngineStepTopP(benchmark::State &state) {
+  const int32_t numSeqs = 64;
+  EngineConfig cfg;
+  cfg.vocabSize = kQwenVocab;
+  cfg.blockSize = 16;
+  cfg.maxModelLen = 8192;
+  cfg.numKvBlocks = numSeqs * (cfg.maxModelLen / cfg.blockSize);
+  cfg.samplerThreads = int32_t(state.range(0));
+  FixedLogitsBackend backend;
+  auto engine = std::move(*Engine::create(cfg, backend));
+  int64_t finished = 0;
+  auto submit = [&] {
+    Request r;
+    r.promptTokens.assign(64, 7);
+    r.sampling.temperature = 0.7f;
+    r.sampling.topP = 0.8f;
+    r.sampling.maxTokens = cfg.maxModelLen - 64;
+    r.onOutput = [&](const RequestOutput &o) { finished += o.finished; };
+    (void)engine->submit(std::move(r));
+  };
+  for (int i = 0; i < numSeqs; ++i)
+    submit();
+  (void)engine->step();
+  for (auto _ : state) {
+    auto r = engine->step();
+    benchmark::DoNotOptimize(r);
+    if (finished > 0) {
+      state.PauseTiming();
+      for (; finished > 0; --finished)
+        submit();
+      (void)engine->step();
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * numSeqs);
+}
+BENCHMARK(BM_EngineStepTopP)->Arg(1)->Arg(2)->UseRealTime();
+
 // Logits shaped like a trained model's: a normal bulk and a few likely tokens.
 std::vector<float> modelLikeLogits(int32_t vocab) {
   std::mt19937 rng(2);
@@ -79,8 +142,6 @@ std::vector<float> modelLikeLogits(int32_t vocab) {
     logits[rng() % vocab] += 8 + float(i % 8);
   return logits;
 }
-
-constexpr int32_t kQwenVocab = 151936;
 
 void runSampler(benchmark::State &state, const SamplingParams &p) {
   auto logits = modelLikeLogits(kQwenVocab);

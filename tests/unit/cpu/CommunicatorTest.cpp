@@ -14,6 +14,7 @@ using namespace test;
 /// Runs body(rank) on one thread per rank.
 template <typename Body> void onRanks(int ranks, Body body) {
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] { body(r); });
   for (auto &t : threads)
@@ -75,7 +76,8 @@ TEST_P(AllReduceTest, ManyCallsInARowStayInStep) {
       for (size_t i = 0; i < b.size(); ++i)
         b[i] = static_cast<float>(r + 1) * static_cast<float>(call + static_cast<int>(i));
       comm.allReduce(r, b.data(), static_cast<int64_t>(b.size()), DType::F32);
-      float factor = static_cast<float>(ranks * (ranks + 1) / 2);
+      const int rankSum = ranks * (ranks + 1) / 2;
+      const auto factor = static_cast<float>(rankSum);
       for (size_t i = 0; i < b.size(); ++i)
         mismatches[static_cast<size_t>(r)] +=
             b[i] != factor * static_cast<float>(call + static_cast<int>(i));
@@ -92,19 +94,23 @@ TEST_P(AllReduceTest, AllGatherConcatenatesSlicesInRankOrder) {
   std::vector<std::vector<float>> in(static_cast<size_t>(ranks)), out(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     for (int64_t i = 0; i < rows * cols; ++i)
-      in[static_cast<size_t>(r)].push_back(static_cast<float>(r * 1000 + i));
+      in[static_cast<size_t>(r)].push_back(static_cast<float>(int64_t{r} * 1000 + i));
     out[static_cast<size_t>(r)].assign(static_cast<size_t>(rows * cols * ranks), -1.0f);
   }
   onRanks(ranks, [&](int r) {
     comm.allGather(r, in[static_cast<size_t>(r)].data(), out[static_cast<size_t>(r)].data(), rows,
                    cols, DType::F32);
   });
-  for (int r = 0; r < ranks; ++r)
-    for (int64_t row = 0; row < rows; ++row)
-      for (int64_t c = 0; c < cols * ranks; ++c)
+  for (int r = 0; r < ranks; ++r) {
+    for (int64_t row = 0; row < rows; ++row) {
+      for (int64_t c = 0; c < cols * ranks; ++c) {
+        const int64_t source = c / cols; // the rank the column comes from
         ASSERT_EQ(out[static_cast<size_t>(r)][static_cast<size_t>(row * cols * ranks + c)],
-                  static_cast<float>((c / cols) * 1000 + row * cols + c % cols))
+                  static_cast<float>(source * 1000 + row * cols + c % cols))
             << "rank " << r << " row " << row << " col " << c;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, AllReduceTest, ::testing::Values(1, 2, 4));

@@ -46,7 +46,7 @@ TEST(Embedding, TwoRankSlicesSumToTheFullTable) {
 
 TEST(GatherRows, PicksRowsInBothTypes) {
   ThreadPool pool(2);
-  std::vector<float> in(6 * 3);
+  std::vector<float> in(18); // [6, 3]
   for (size_t i = 0; i < in.size(); ++i)
     in[i] = static_cast<float>(i);
   std::vector<int32_t> rows = {5, 0, 2, 2};

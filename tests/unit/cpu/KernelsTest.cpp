@@ -99,12 +99,13 @@ TEST(Kernels, AxpyIsElementwise) {
 TEST(Kernels, Nvfp4RowDecodesEveryElementAndScaleCode) {
   // Every (element, scale) code pair: 256 blocks of 16, block b scaled by
   // code b, element j of each block = code j.
-  const int64_t cols = 256 * 16;
+  const int64_t cols = int64_t{256} * 16;
   std::vector<uint8_t> packed(static_cast<size_t>(cols / 2)), scales(256);
   for (int b = 0; b < 256; ++b) {
     scales[static_cast<size_t>(b)] = static_cast<uint8_t>(b);
     for (int j = 0; j < 8; ++j)
-      packed[static_cast<size_t>(b * 8 + j)] = static_cast<uint8_t>((2 * j) | (2 * j + 1) << 4);
+      packed[static_cast<size_t>(b) * 8 + static_cast<size_t>(j)] =
+          static_cast<uint8_t>((2 * j) | (2 * j + 1) << 4);
   }
   std::vector<float> got(static_cast<size_t>(cols)), table(got.size());
   detail::decodeNvfp4Row(packed.data(), scales.data(), cols, got.data());
@@ -117,7 +118,7 @@ TEST(Kernels, Nvfp4RowDecodesEveryElementAndScaleCode) {
     for (int j = 0; j < 16; ++j) {
       float want =
           nvfp4::decodeE2M1(static_cast<uint8_t>(j)) * nvfp4::decodeE4M3(static_cast<uint8_t>(b));
-      float g = got[static_cast<size_t>(b * 16 + j)];
+      float g = got[static_cast<size_t>(b) * 16 + static_cast<size_t>(j)];
       if (std::isnan(want))
         EXPECT_TRUE(std::isnan(g)) << "scale code " << b << " element " << j;
       else

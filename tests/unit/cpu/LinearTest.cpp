@@ -82,7 +82,7 @@ TEST(QLinear, MatchesDequantizeThenMatmulWithFusedParts) {
   std::mt19937 rng(21);
   ThreadPool pool(2);
   for (int64_t k : {16, 48, 256}) {
-    for (std::vector<uint32_t> parts :
+    for (const std::vector<uint32_t> &parts :
          {std::vector<uint32_t>{20}, {8, 3, 3}, {33, 17}, {1, 1, 1}}) {
       for (int64_t tokens : {1, 5, 70}) {
         for (bool withBias : {false, true}) {

@@ -183,7 +183,7 @@ TEST(MoeGroupedQLinear, EachRowIsTheExpertsQLinear) {
                       pool);
     for (int64_t j = 0; j < tokens * k; ++j) {
       int32_t pair = order[static_cast<size_t>(j)];
-      int32_t e = ids[static_cast<size_t>(pair)];
+      int64_t e = ids[static_cast<size_t>(pair)];
       QLinearParams single;
       single.tokens = 1;
       single.inFeatures = hidden;
@@ -270,7 +270,7 @@ TEST(MoeBlock, PipelineMatchesPerTokenPerExpertDouble) {
 
       std::vector<double> want(static_cast<size_t>(hidden), 0.0), bound(want.size(), 0.0);
       for (int64_t s = 0; s < k; ++s) {
-        const int32_t e = rank[static_cast<size_t>(s)];
+        const int64_t e = rank[static_cast<size_t>(s)];
         ASSERT_EQ(ids[static_cast<size_t>(t * k + s)], e);
         const double weight = p[static_cast<size_t>(e)] / selected;
         // a = silu(gate) * up, and its error after the FP16 store.

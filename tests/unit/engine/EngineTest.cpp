@@ -86,6 +86,48 @@ TEST(Engine, BatchingDoesNotChangeARequestsTokens) {
   }
 }
 
+TEST(Engine, SamplerThreadsDoNotChangeOutputs) {
+  // The same workload, sampled on 1 and on 4 threads: same tokens, same text.
+  std::map<RequestId, Collected> results[2];
+  for (int run = 0; run < 2; ++run) {
+    EngineConfig cfg = smallConfig();
+    cfg.samplerThreads = run == 0 ? 1 : 4;
+    cfg.maxNumBatchedTokens = 40;
+    cfg.eosTokenIds = {0};
+    Harness h(cfg);
+    std::mt19937 rng(29);
+    std::vector<std::string> pieces;
+    for (int i = 0; i < cfg.vocabSize; ++i)
+      pieces.push_back(std::string(1, char('a' + i % 26)));
+    for (int i = 0; i < 24; ++i) {
+      SamplingParams p;
+      p.temperature = float(i % 4) * 0.4f;
+      p.topP = 0.9f;
+      p.seed = uint64_t(i);
+      p.maxTokens = 1 + int32_t(rng() % 24);
+      p.stop = {"xy", "q"};
+      p.logprobs = 2;
+      h.submit(randomPrompt(rng, 1 + int32_t(rng() % 30), cfg.vocabSize), p,
+               std::make_unique<PieceDetokenizer>(pieces));
+    }
+    h.runToIdle();
+    results[run] = h.results;
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (const auto &[id, c] : results[0]) {
+    const Collected &d = results[1][id];
+    EXPECT_EQ(c.tokens, d.tokens) << id;
+    EXPECT_EQ(c.text, d.text) << id;
+    EXPECT_EQ(c.last.finishReason, d.last.finishReason) << id;
+    ASSERT_EQ(c.outputs.size(), d.outputs.size());
+    for (size_t i = 0; i < c.outputs.size(); ++i)
+      if (c.outputs[i].logprobs) {
+        ASSERT_TRUE(d.outputs[i].logprobs);
+        EXPECT_EQ(c.outputs[i].logprobs->logprob, d.outputs[i].logprobs->logprob);
+      }
+  }
+}
+
 TEST(Engine, UnseededRequestsFollowTheEngineSeed) {
   EngineConfig cfg = smallConfig();
   cfg.seed = 5;
@@ -344,6 +386,8 @@ TEST(Engine, InvalidConfigIsRejected) {
   check([](EngineConfig &c) { c.maxNumSeqs = 0; }, "max_num_seqs: expected at least 1, found 0");
   check([](EngineConfig &c) { c.maxBlocksPerSeq = 10; },
         "max_blocks_per_seq: expected at least ceil(max_model_len / block_size) = 64, found 10");
+  check([](EngineConfig &c) { c.samplerThreads = 0; },
+        "sampler_threads: expected at least 1, found 0");
   check([](EngineConfig &c) { c.eosTokenIds = {64}; },
         "eos_token_ids: token 64 is outside the vocabulary [0, 64)");
 }

@@ -260,6 +260,20 @@ TEST(Scheduler, SharedPrefixHitsTheCache) {
   h.runToIdle();
   EXPECT_EQ(h.results[ic].last.usage.cachedPromptTokens, 28);
   EXPECT_EQ(h.results[ic].tokens, h.results[a].tokens);
+
+  // After a reset nothing is found; while a request holds blocks, no reset.
+  RequestId id = h.submit(shared, greedy(4));
+  ASSERT_TRUE(h.engine->step().ok());
+  Status busy = h.engine->resetPrefixCache();
+  ASSERT_FALSE(busy.ok());
+  EXPECT_EQ(busy.message(), "cannot reset the prefix cache while 8 blocks are in use");
+  h.runToIdle();
+  ASSERT_TRUE(h.engine->resetPrefixCache().ok());
+  EXPECT_EQ(h.engine->stats().kvCache.cachedBlocks, 0);
+  RequestId after = h.submit(shared, greedy(4));
+  h.runToIdle();
+  EXPECT_EQ(h.results[after].last.usage.cachedPromptTokens, 0);
+  EXPECT_EQ(h.results[after].tokens, h.results[id].tokens);
 }
 
 TEST(Scheduler, BlocksAreSharedOnlyAfterTheyAreComputed) {

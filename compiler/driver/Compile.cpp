@@ -3,6 +3,7 @@
 
 #include "compiler/driver/Check.h"
 #include "compiler/import/ImportModel.h"
+#include "compiler/plan/EmitPlan.h"
 #include "dialects/Transforms/Passes.h"
 #include "runtime/support/Strings.h"
 
@@ -128,12 +129,32 @@ Result<std::string> compile(const std::filesystem::path &specFile,
   mlir::PassManager pm(&context);
   pipeline::PipelineOptions pipelineOptions;
   pipeline::buildPipeline(pm, options.emit, pipelineOptions);
+  if (options.emit == pipeline::Phase::Plan && !checked->model.hasWeights())
+    return Error(specFile.string() + ": the model directory " + checked->model.dir.string() +
+                 " has no weight files; a plan needs the weights (use --emit=memory to plan "
+                 "the deployment before downloading them)");
   if (mlir::failed(pm.run(**module)))
     return Error(specFile.string() + ": " +
                  (diagnostics.text().empty() ? "compilation failed" : diagnostics.text()));
 
   if (options.emit == pipeline::Phase::Memory)
     return formatMemoryPlan(**module);
+  if (options.emit == pipeline::Phase::Plan) {
+    std::filesystem::path output = options.output;
+    if (output.empty())
+      output = std::filesystem::path(specFile).replace_extension(".vplan");
+    plan::EmitOptions emit;
+    emit.output = output;
+    emit.log = options.log;
+    if (auto st = plan::emitPlan(**module, checked->spec, checked->model, emit); !st)
+      return Error(specFile.string() + ": " + st.message());
+    std::error_code ec;
+    uint64_t bytes = std::filesystem::file_size(output, ec);
+    return "wrote " + output.string() + " (" + formatBytes(bytes) + ") and " +
+           std::to_string(checked->spec.tensorParallelSize) + " weight pack" +
+           (checked->spec.tensorParallelSize > 1 ? "s" : "") + " beside it\n" +
+           formatMemoryPlan(**module);
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   (*module)->print(os);

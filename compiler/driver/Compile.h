@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 namespace volt::driver {
@@ -18,6 +19,8 @@ struct CompileOptions {
   std::filesystem::path output;
   /// Read weight ranges and block scales while importing (needs weights).
   bool verifyData = true;
+  /// Progress of long steps (weight packing).
+  std::function<void(const std::string &)> log;
 };
 
 /// Runs the pipeline up to `options.emit` and returns what `voltc compile

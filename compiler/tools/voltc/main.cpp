@@ -36,7 +36,9 @@ int main(int argc, char **argv) {
                       "stop after this phase and print it: " +
                           volt::joinList(volt::pipeline::phaseNames()))
       ->capture_default_str();
-  compile->add_option("-o,--output", output, "plan file to write (with --emit=plan)");
+  compile->add_option("-o,--output", output,
+                      "plan file to write (default: the spec's name with .vplan); the weight "
+                      "packs go beside it");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -50,6 +52,7 @@ int main(int argc, char **argv) {
     volt::driver::CompileOptions options;
     options.emit = *phase;
     options.output = output;
+    options.log = [](const std::string &line) { std::fprintf(stderr, "voltc: %s\n", line.c_str()); };
     auto result = volt::driver::compile(compileSpec, options);
     if (!result) {
       std::fprintf(stderr, "voltc: error: %s\n", result.message().c_str());

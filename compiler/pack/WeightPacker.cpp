@@ -1,0 +1,229 @@
+//===- WeightPacker.cpp ---------------------------------------------------===//
+#include "compiler/pack/WeightPacker.h"
+
+#include "runtime/numerics/Half.h"
+#include "runtime/support/Strings.h"
+
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+namespace volt::pack {
+namespace {
+
+constexpr uint64_t kAlignment = 256;
+
+uint64_t alignUp(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+/// The geometry of one part of one expert in the checkpoint and in the pack.
+struct PartSlice {
+  int64_t fullRows, rowStart, rows;
+  int64_t fullCols, colStart, cols; ///< cols = 0 for rank-1 weights
+};
+
+PartSlice sliceOf(const WeightSpec &spec, size_t part, int rank) {
+  bool stacked = spec.experts > 0;
+  int64_t rowsDim = stacked ? 1 : 0;
+  int64_t colsDim = static_cast<int64_t>(spec.shape.size()) - 1;
+  bool hasCols = static_cast<int64_t>(spec.shape.size()) == rowsDim + 2;
+  PartSlice s{};
+  s.rows = spec.partRows[part];
+  s.cols = hasCols ? spec.shape.back() : 0;
+  s.fullRows = s.rows;
+  s.fullCols = s.cols;
+  if (!spec.shards.empty()) {
+    const Shard &sh = spec.shards.size() == 1 ? spec.shards[0] : spec.shards[part];
+    int64_t slice = rank / sh.replicas;
+    if (sh.parts > 1 && sh.dim == rowsDim) {
+      s.fullRows = s.rows * sh.parts;
+      s.rowStart = slice * s.rows;
+    } else if (sh.parts > 1 && hasCols && sh.dim == colsDim) {
+      s.fullCols = s.cols * sh.parts;
+      s.colStart = slice * s.cols;
+    }
+  }
+  return s;
+}
+
+std::string shapeText(const model::Tensor &t) { return model::formatShape(t.shape()); }
+
+/// Appends rows [rowStart, +rows) x cols [colStart, +cols) of a dense
+/// tensor, converted to FP16 or FP32.
+Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes,
+                   std::vector<uint8_t> &out) {
+  std::vector<int64_t> want = s.cols ? std::vector<int64_t>{s.fullRows, s.fullCols}
+                                     : std::vector<int64_t>{s.fullRows};
+  if (t.shape() != want)
+    return Error("tensor '" + t.name() + "': shape " + shapeText(t) + ", the plan expects " +
+                 model::formatShape(want));
+  size_t srcSize = model::dtypeSize(t.dtype());
+  if (t.dtype() != model::DType::BF16 && t.dtype() != model::DType::F16 &&
+      t.dtype() != model::DType::F32)
+    return Error("tensor '" + t.name() + "': dtype " + std::string(model::dtypeName(t.dtype())) +
+                 " cannot be converted to a dense kernel weight");
+  auto data = t.data();
+  int64_t cols = s.cols ? s.cols : 1, fullCols = s.cols ? s.fullCols : 1;
+  size_t base = out.size();
+  out.resize(base + static_cast<size_t>(s.rows * cols * elementBytes));
+  uint8_t *dst = out.data() + base;
+  for (int64_t r = 0; r < s.rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      size_t index = static_cast<size_t>((s.rowStart + r) * fullCols + s.colStart + c);
+      const uint8_t *src = data.data() + index * srcSize;
+      float v;
+      if (t.dtype() == model::DType::F32) {
+        std::memcpy(&v, src, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, src, 2);
+        v = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+      }
+      if (elementBytes == 4) {
+        std::memcpy(dst, &v, 4);
+      } else {
+        uint16_t h = floatToHalf(v);
+        std::memcpy(dst, &h, 2);
+      }
+      dst += elementBytes;
+    }
+  }
+  return Status::success();
+}
+
+/// Appends a byte-matrix slice: rows of `rowBytes` from [byteStart, +bytes).
+void appendBytes(std::span<const uint8_t> data, int64_t rowStart, int64_t rows, int64_t rowBytes,
+                 int64_t byteStart, int64_t bytes, std::vector<uint8_t> &out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t *src = data.data() + (rowStart + r) * rowBytes + byteStart;
+    out.insert(out.end(), src, src + bytes);
+  }
+}
+
+Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const WeightSpec &spec,
+                                        int rank, uint64_t &scalesOffset) {
+  size_t parts = spec.partRows.size();
+  int64_t experts = std::max<int64_t>(1, spec.experts);
+  if (spec.names.size() != parts * static_cast<size_t>(experts))
+    return Error("weight entry '" + spec.name + "': " + std::to_string(spec.names.size()) +
+                 " names for " + std::to_string(parts) + " parts x " + std::to_string(experts) +
+                 " experts");
+  std::vector<uint8_t> out, scales;
+  out.reserve(entryBytes(spec));
+  for (int64_t e = 0; e < experts; ++e) {
+    for (size_t p = 0; p < parts; ++p) {
+      const std::string &name = spec.names[static_cast<size_t>(e) * parts + p];
+      PartSlice s = sliceOf(spec, p, rank);
+      if (!spec.nvfp4) {
+        const model::Tensor *t = ckpt.find(name);
+        if (!t)
+          return Error("weight entry '" + spec.name + "': tensor '" + name +
+                       "' is not in the checkpoint");
+        VOLT_RETURN_IF_ERROR(appendDense(*t, s, spec.elementBytes, out));
+        continue;
+      }
+      const model::Tensor *packed = ckpt.find(name + ".weight_packed");
+      if (!packed)
+        packed = ckpt.find(name + ".weight");
+      const model::Tensor *blockScales = ckpt.find(name + ".weight_scale");
+      if (!packed || !blockScales)
+        return Error("weight entry '" + spec.name + "': NVFP4 tensors of '" + name +
+                     "' are not in the checkpoint");
+      std::vector<int64_t> wantPacked = {s.fullRows, s.fullCols / 2};
+      std::vector<int64_t> wantScales = {s.fullRows, s.fullCols / 16};
+      if (packed->shape() != wantPacked || blockScales->shape() != wantScales)
+        return Error("weight entry '" + spec.name + "': '" + name + "' has packed " +
+                     shapeText(*packed) + " and block scales " + shapeText(*blockScales) +
+                     ", the plan expects " + model::formatShape(wantPacked) + " and " +
+                     model::formatShape(wantScales));
+      appendBytes(packed->data(), s.rowStart, s.rows, s.fullCols / 2, s.colStart / 2, s.cols / 2,
+                  out);
+      appendBytes(blockScales->data(), s.rowStart, s.rows, s.fullCols / 16, s.colStart / 16,
+                  s.cols / 16, scales);
+    }
+  }
+  if (spec.nvfp4) {
+    scalesOffset = alignUp(out.size());
+    out.resize(scalesOffset, 0);
+    out.insert(out.end(), scales.begin(), scales.end());
+  }
+  return out;
+}
+
+} // namespace
+
+uint64_t checksum(const uint8_t *data, size_t size) { return XXH3_64bits(data, size); }
+
+uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset) {
+  uint64_t elements = 1;
+  for (int64_t d : spec.shape)
+    elements *= static_cast<uint64_t>(d);
+  if (!spec.nvfp4)
+    return elements * static_cast<uint64_t>(spec.elementBytes);
+  uint64_t packed = alignUp(elements / 2);
+  if (scalesOffset)
+    *scalesOffset = packed;
+  return packed + elements / 16;
+}
+
+Result<PackResult> writePack(const model::Checkpoint &checkpoint,
+                             const std::vector<WeightSpec> &specs, int rank,
+                             const std::filesystem::path &path, const Progress &progress) {
+  if (!checkpoint.hasWeights())
+    return Error("the model directory has no weight files: a plan needs the weights (voltc "
+                 "check and voltc compile --emit=memory work without them)");
+  uint64_t total = 0;
+  for (const WeightSpec &s : specs)
+    total = alignUp(total) + entryBytes(s);
+
+  std::filesystem::path tmp = path;
+  tmp += ".partial";
+  std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
+  if (!file)
+    return Error(tmp.string() + ": cannot create: " + std::strerror(errno));
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                   &XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  PackResult result;
+  uint64_t offset = 0;
+  auto write = [&](const uint8_t *data, size_t size) {
+    file.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
+    XXH3_64bits_update(state.get(), data, size);
+    offset += size;
+  };
+  for (const WeightSpec &spec : specs) {
+    std::vector<uint8_t> pad(alignUp(offset) - offset, 0);
+    write(pad.data(), pad.size());
+    PackedEntry entry;
+    auto bytes = buildEntry(checkpoint, spec, rank, entry.scalesOffset);
+    if (!bytes) {
+      file.close();
+      std::filesystem::remove(tmp);
+      return bytes.error();
+    }
+    entry.offset = offset;
+    entry.bytes = bytes->size();
+    entry.checksum = checksum(bytes->data(), bytes->size());
+    write(bytes->data(), bytes->size());
+    result.entries.push_back(entry);
+    if (progress)
+      progress(offset, total);
+  }
+  file.close();
+  if (!file) {
+    std::filesystem::remove(tmp);
+    return Error(tmp.string() + ": cannot write (disk full?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    return Error(path.string() + ": cannot rename from " + tmp.string() + ": " + ec.message());
+  result.fileBytes = offset;
+  result.fileChecksum = XXH3_64bits_digest(state.get());
+  return result;
+}
+
+} // namespace volt::pack

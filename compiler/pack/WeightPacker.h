@@ -1,0 +1,78 @@
+//===- WeightPacker.h - one rank's weights, in the layout kernels read -*- C++ -*-===//
+//
+// Writes weights.rankN.bin: for each weight entry of the plan, this rank's
+// slice of every checkpoint tensor it names (parts along rows, experts
+// stacked), converted to the dtype and layout the kernels read, each entry
+// aligned and checksummed (XXH3-64), the whole file checksummed too. The
+// file is written once, sequentially, and renamed into place when complete.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/model/Checkpoint.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace volt::pack {
+
+/// How one part splits over ranks (see #volt.shard): along `dim` of the
+/// weight's logical shape into `parts` slices, rank r taking slice
+/// r / replicas.
+struct Shard {
+  int64_t dim = 0;
+  int64_t parts = 1;
+  int64_t replicas = 1;
+};
+
+/// One entry of a rank's pack, as the compiler describes it.
+struct WeightSpec {
+  std::string name;
+  /// Checkpoint tensor names (dense) or module paths (NVFP4), expert-major.
+  std::vector<std::string> names;
+  /// This rank's rows of each part.
+  std::vector<int64_t> partRows;
+  bool nvfp4 = false;
+  /// Dense: bytes per element written (2: FP16, 4: FP32).
+  int elementBytes = 2;
+  /// This rank's logical shape: [rows], [rows, cols] or [experts, rows, cols].
+  std::vector<int64_t> shape;
+  int64_t experts = 0;
+  /// One per part (empty: replicated).
+  std::vector<Shard> shards;
+};
+
+/// Where an entry landed in the pack.
+struct PackedEntry {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  /// NVFP4: where the block scales start, relative to offset.
+  uint64_t scalesOffset = 0;
+  uint64_t checksum = 0;
+};
+
+struct PackResult {
+  std::vector<PackedEntry> entries;
+  uint64_t fileBytes = 0;
+  uint64_t fileChecksum = 0;
+};
+
+/// Called with (bytes written, bytes in all) as the pack grows.
+using Progress = std::function<void(uint64_t, uint64_t)>;
+
+/// The bytes `spec` takes in a pack (before alignment of the next entry).
+uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset = nullptr);
+
+/// Writes rank `rank`'s pack to `path`.
+Result<PackResult> writePack(const model::Checkpoint &checkpoint,
+                             const std::vector<WeightSpec> &specs, int rank,
+                             const std::filesystem::path &path, const Progress &progress = {});
+
+/// XXH3-64 of a byte range (the checksum plans record).
+uint64_t checksum(const uint8_t *data, size_t size);
+
+} // namespace volt::pack

@@ -1,0 +1,361 @@
+//===- EmitPlan.cpp -------------------------------------------------------===//
+#include "compiler/plan/EmitPlan.h"
+
+#include "compiler/pack/WeightPacker.h"
+#include "dialects/Vexec/OpKinds.h"
+#include "dialects/Vexec/VexecOps.h"
+#include "dialects/Volt/VoltDialect.h"
+#include "runtime/chat/ChatTemplate.h"
+#include "runtime/schema/PlanFormat.h"
+#include "runtime/support/Strings.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace volt::plan {
+namespace {
+
+using namespace mlir;
+namespace vx = volt::vexec;
+namespace fb = flatbuffers;
+
+int64_t intOf(DictionaryAttr d, StringRef name, int64_t fallback = 0) {
+  auto a = d ? d.getAs<IntegerAttr>(name) : IntegerAttr();
+  return a ? a.getInt() : fallback;
+}
+
+Result<std::string> readText(const std::filesystem::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Error(path.string() + ": cannot read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+DType dtypeOf(Type t) {
+  if (t.isF32())
+    return DType::F32;
+  if (t.isBF16())
+    return DType::BF16;
+  if (t.isInteger(32))
+    return DType::I32;
+  if (t.isInteger(8))
+    return DType::U8;
+  return DType::F16;
+}
+
+/// The step program of the module, in the order the plan lists it.
+struct Program {
+  SmallVector<vx::LaunchOp> launches;
+  SmallVector<vx::AllocOp> allocs;
+  SmallVector<vx::WeightOp> weights;
+  llvm::DenseMap<Value, Operand> operands;
+};
+
+Result<Program> collect(func::FuncOp step) {
+  Program p;
+  for (Operation &op : step.getBody().front()) {
+    if (auto in = dyn_cast<vx::InputOp>(op)) {
+      uint32_t index = 0;
+      for (; index < std::size(vx::kStepInputs); ++index)
+        if (vx::kStepInputs[index] == std::string_view(in.getName()))
+          break;
+      p.operands[in] = Operand(OperandKind::Input, index);
+    } else if (auto out = dyn_cast<vx::OutputOp>(op)) {
+      p.operands[out] = Operand(OperandKind::Output, 0);
+    } else if (auto kv = dyn_cast<vx::KvCacheOp>(op)) {
+      p.operands[kv] = Operand(OperandKind::KvCache, static_cast<uint32_t>(kv.getLayer()));
+    } else if (auto w = dyn_cast<vx::WeightOp>(op)) {
+      p.operands[w] = Operand(OperandKind::Weight, static_cast<uint32_t>(p.weights.size()));
+      p.weights.push_back(w);
+    } else if (auto a = dyn_cast<vx::AllocOp>(op)) {
+      if (!a.getOffset())
+        return Error("internal error: buffer '" + a.getName().str() +
+                     "' has no offset (run --vexec-plan-memory)");
+      p.operands[a] = Operand(OperandKind::Arena, static_cast<uint32_t>(p.allocs.size()));
+      p.allocs.push_back(a);
+    } else if (auto l = dyn_cast<vx::LaunchOp>(op)) {
+      p.launches.push_back(l);
+    }
+  }
+  return p;
+}
+
+pack::WeightSpec specOf(vx::WeightOp w) {
+  pack::WeightSpec s;
+  s.name = w.getName().str();
+  for (Attribute n : w.getNames())
+    s.names.push_back(cast<StringAttr>(n).getValue().str());
+  s.partRows.assign(w.getPartRows().begin(), w.getPartRows().end());
+  s.nvfp4 = w.getLayout() == "nvfp4";
+  s.elementBytes = w.getDtype().isF32() ? 4 : 2;
+  s.shape.assign(w.getShape().begin(), w.getShape().end());
+  s.experts = w.getExperts();
+  if (auto shards = w.getShards())
+    for (Attribute a : *shards) {
+      auto shard = cast<volt::ir::ShardAttr>(a);
+      s.shards.push_back({shard.getDim(), shard.getParts(), shard.getReplicas()});
+    }
+  return s;
+}
+
+/// OpParams of a launch on `rank`.
+fb::Offset<OpParams> paramsOf(fb::FlatBufferBuilder &b, vx::LaunchOp l, uint32_t rank) {
+  DictionaryAttr d = l.getParams();
+  auto u = [&](StringRef name) { return static_cast<uint32_t>(intOf(d, name)); };
+  auto f = [&](StringRef name, float fallback) {
+    auto a = d.getAs<FloatAttr>(name);
+    return a ? static_cast<float>(a.getValueAsDouble()) : fallback;
+  };
+  auto flag = [&](StringRef name) {
+    auto a = d.getAs<BoolAttr>(name);
+    return a && a.getValue();
+  };
+  auto outDtype = d.getAs<StringAttr>("out_dtype");
+  auto epilogue = d.getAs<StringAttr>("epilogue");
+  OpParamsBuilder p(b);
+  p.add_dim(u("dim"));
+  p.add_out_features(u("out_features"));
+  p.add_eps(f("eps", 1e-6f));
+  p.add_vocab_rows(u("vocab_rows"));
+  if (flag("vocab_parallel"))
+    p.add_vocab_start(rank * u("vocab_rows"));
+  p.add_num_heads(u("num_heads"));
+  p.add_num_kv_heads(u("num_kv_heads"));
+  p.add_head_dim(u("head_dim"));
+  p.add_rope_theta(f("rope_theta", 10000.0f));
+  p.add_layer(u("layer"));
+  p.add_num_experts(u("num_experts"));
+  p.add_top_k(u("top_k"));
+  p.add_renormalize(flag("renormalize"));
+  p.add_gather_tokens(flag("gather_tokens"));
+  p.add_accumulate(flag("accumulate"));
+  p.add_out_dtype(outDtype && outDtype.getValue() == "f32" ? DType::F32 : DType::F16);
+  p.add_epilogue(epilogue && epilogue.getValue() == "silu_mul" ? Epilogue::SiluMul
+                                                                : Epilogue::None);
+  return p.Finish();
+}
+
+/// Token ids that end generation: generation_config.json's eos_token_id,
+/// else config.json's.
+std::vector<int32_t> eosTokenIds(const std::filesystem::path &dir) {
+  std::vector<int32_t> ids;
+  for (const char *file : {"generation_config.json", "config.json"}) {
+    auto json = model::readJsonFile(dir / file);
+    if (!json || !json->is_object() || !json->contains("eos_token_id"))
+      continue;
+    const auto &eos = (*json)["eos_token_id"];
+    if (eos.is_number_integer())
+      ids.push_back(eos.get<int32_t>());
+    else if (eos.is_array())
+      for (const auto &e : eos)
+        if (e.is_number_integer())
+          ids.push_back(e.get<int32_t>());
+    if (!ids.empty())
+      break;
+  }
+  return ids;
+}
+
+/// The tokenizer and chat template, checked by the runtime's own loaders.
+Status tokenizerFiles(const std::filesystem::path &dir, std::string &tokenizerJson,
+                      std::string &tokenizerConfig, std::string &chatTemplate) {
+  std::filesystem::path tokenizerPath = dir / "tokenizer.json";
+  auto text = readText(tokenizerPath);
+  if (!text)
+    return Error(tokenizerPath.string() +
+                 ": not found; a plan embeds the model's tokenizer (tokenizer.json)");
+  auto tokenizer = tok::Tokenizer::fromJson(*text, tokenizerPath.string());
+  if (!tokenizer)
+    return tokenizer.error();
+  tokenizerJson = std::move(*text);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir / "tokenizer_config.json", ec)) {
+    auto config = readText(dir / "tokenizer_config.json");
+    if (!config)
+      return config.error();
+    tokenizerConfig = std::move(*config);
+  }
+  bool hasTemplate = std::filesystem::is_regular_file(dir / "chat_template.jinja", ec) ||
+                     tokenizerConfig.find("\"chat_template\"") != std::string::npos;
+  if (hasTemplate) {
+    auto parsed = chat::loadFromModelDir(dir.string());
+    if (!parsed)
+      return parsed.error();
+    chatTemplate = parsed->source();
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Model &model,
+                const EmitOptions &options) {
+  auto target = module->getAttrOfType<DictionaryAttr>("volt.target");
+  auto deployment = module->getAttrOfType<DictionaryAttr>("volt.deployment");
+  auto modelAttr = module->getAttrOfType<DictionaryAttr>("volt.model");
+  auto memory = module->getAttrOfType<DictionaryAttr>("vexec.memory");
+  auto step = module.lookupSymbol<func::FuncOp>("step");
+  if (!target || !deployment || !modelAttr || !memory || !step)
+    return Error("internal error: the module has no memory plan to emit");
+  std::string arch = target.getAs<StringAttr>("arch").getValue().str();
+  if (arch != "cpu")
+    return Error("voltc cannot generate " + arch +
+                 " kernels yet, so it cannot write a plan for target '" + spec.sku.name +
+                 "'; compile for target: cpu, or stop at --emit=memory to plan the deployment");
+
+  auto program = collect(step);
+  if (!program)
+    return program.error();
+  std::string tokenizerJson, tokenizerConfig, chatTemplate;
+  VOLT_RETURN_IF_ERROR(tokenizerFiles(model.dir, tokenizerJson, tokenizerConfig, chatTemplate));
+  auto specText = readText(spec.specFile);
+  if (!specText)
+    return specText.error();
+
+  std::vector<pack::WeightSpec> specs;
+  for (vx::WeightOp w : program->weights)
+    specs.push_back(specOf(w));
+  int64_t tp = std::max<int64_t>(1, intOf(deployment, "tensor_parallel_size"));
+  std::filesystem::path folder = options.output.parent_path();
+  if (folder.empty())
+    folder = ".";
+
+  // Liveness for inspection: the ops that use each buffer.
+  std::vector<std::pair<uint32_t, uint32_t>> live(program->allocs.size(),
+                                                  {UINT32_MAX, 0});
+  for (uint32_t i = 0; i < program->launches.size(); ++i)
+    for (Value v : program->launches[i].getOperands_()) {
+      Operand o = program->operands.lookup(v);
+      if (o.kind() != OperandKind::Arena)
+        continue;
+      live[o.index()].first = std::min(live[o.index()].first, i);
+      live[o.index()].second = std::max(live[o.index()].second, i);
+    }
+
+  fb::FlatBufferBuilder b(1 << 20);
+  int64_t maxTokens = intOf(memory, "max_num_batched_tokens");
+  std::vector<fb::Offset<Rank>> ranks;
+  for (uint32_t r = 0; r < static_cast<uint32_t>(tp); ++r) {
+    std::filesystem::path packPath = folder / packFileName(r);
+    if (options.log)
+      options.log("writing " + packPath.string());
+    auto packed = pack::writePack(*model.checkpoint, specs, static_cast<int>(r), packPath,
+                                  [&](uint64_t done, uint64_t total) {
+                                    if (options.log && total > (1ull << 30))
+                                      options.log("  " + formatBytes(done) + " of " +
+                                                  formatBytes(total));
+                                  });
+    if (!packed)
+      return packed.error();
+
+    std::vector<fb::Offset<Op>> ops;
+    for (vx::LaunchOp l : program->launches) {
+      std::vector<Operand> operands;
+      for (Value v : l.getOperands_())
+        operands.push_back(program->operands.lookup(v));
+      auto kind = vx::opKindIndex(std::string_view(l.getKind()));
+      ops.push_back(CreateOp(b, static_cast<OpKind>(*kind), b.CreateVectorOfStructs(operands),
+                             paramsOf(b, l, r), 0, b.CreateString(l.getName().str())));
+    }
+    std::vector<fb::Offset<Buffer>> buffers;
+    for (size_t i = 0; i < program->allocs.size(); ++i) {
+      vx::AllocOp a = program->allocs[i];
+      uint64_t bytes = static_cast<uint64_t>(a.getPerTokenBytes() * maxTokens + a.getFixedBytes());
+      buffers.push_back(CreateBuffer(b, b.CreateString(a.getName().str()), dtypeOf(a.getDtype()),
+                                     static_cast<uint64_t>(*a.getOffset()), bytes,
+                                     static_cast<uint64_t>(a.getPerTokenBytes()),
+                                     static_cast<uint64_t>(a.getFixedBytes()), live[i].first,
+                                     live[i].second));
+    }
+    std::vector<fb::Offset<WeightEntry>> weights;
+    for (size_t i = 0; i < program->weights.size(); ++i) {
+      vx::WeightOp w = program->weights[i];
+      const pack::PackedEntry &e = packed->entries[i];
+      std::vector<int64_t> shape(w.getShape().begin(), w.getShape().end());
+      std::vector<uint32_t> partRows(w.getPartRows().begin(), w.getPartRows().end());
+      std::vector<float> scales;
+      if (auto g = w.getGlobalScales())
+        scales.assign(g->begin(), g->end());
+      bool nvfp4 = w.getLayout() == "nvfp4";
+      weights.push_back(CreateWeightEntry(
+          b, b.CreateString(w.getName().str()),
+          nvfp4 ? WeightLayout::Nvfp4RowMajor : WeightLayout::Dense, dtypeOf(w.getDtype()),
+          b.CreateVector(shape), e.offset, e.bytes, e.scalesOffset, b.CreateVector(partRows),
+          b.CreateVector(scales), e.checksum));
+    }
+    auto packInfo = CreateWeightPack(b, b.CreateString(packFileName(r)), packed->fileBytes,
+                                     packed->fileChecksum);
+    uint64_t kvOffset = static_cast<uint64_t>(intOf(memory, "arena_bytes") +
+                                              intOf(memory, "workspace_bytes"));
+    auto kv = CreateKvCache(
+        b, DType::F16, static_cast<uint32_t>(intOf(memory, "kv_layers")),
+        static_cast<uint32_t>(intOf(memory, "kv_blocks")),
+        static_cast<uint32_t>(intOf(memory, "kv_block_size")),
+        static_cast<uint32_t>(intOf(memory, "kv_heads")),
+        static_cast<uint32_t>(intOf(memory, "head_dim")), kvOffset,
+        static_cast<uint64_t>(intOf(memory, "kv_bytes")));
+    uint64_t deviceBytes = static_cast<uint64_t>(
+        intOf(memory, "cuda_context_bytes") + intOf(memory, "nccl_bytes") +
+        static_cast<int64_t>(packed->fileBytes) + intOf(memory, "arena_bytes") +
+        intOf(memory, "workspace_bytes") + intOf(memory, "kv_bytes"));
+    ranks.push_back(CreateRank(b, r, b.CreateVector(ops), b.CreateVector(buffers),
+                               static_cast<uint64_t>(intOf(memory, "arena_bytes")),
+                               static_cast<uint64_t>(intOf(memory, "arena_lower_bound")),
+                               static_cast<uint64_t>(intOf(memory, "workspace_bytes")),
+                               b.CreateVector(weights), packInfo, kv, deviceBytes));
+  }
+
+  auto u32 = [&](StringRef name) { return static_cast<uint32_t>(intOf(modelAttr, name)); };
+  std::vector<int32_t> eos = eosTokenIds(model.dir);
+  auto modelInfo = CreateModelInfo(
+      b, b.CreateString(model::familyArchitecture(model.config.family)), u32("vocab_size"),
+      u32("hidden_size"), u32("num_layers"), u32("num_heads"), u32("num_kv_heads"),
+      u32("head_dim"), u32("num_experts"), u32("top_k"), u32("max_position_embeddings"),
+      b.CreateVector(eos));
+  auto limits = CreateLimits(b, static_cast<uint32_t>(intOf(deployment, "max_model_len")),
+                             static_cast<uint32_t>(intOf(deployment, "max_num_seqs")),
+                             static_cast<uint32_t>(maxTokens),
+                             static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq")));
+  auto tokenizer = CreateTokenizer(b, b.CreateString(tokenizerJson),
+                                   b.CreateString(tokenizerConfig), b.CreateString(chatTemplate));
+  std::string skuText;
+  if (auto builtin = spec::builtinSkuText(spec.sku.name))
+    skuText = std::string(*builtin);
+  std::string servedName = spec.servedModelName.empty() ? model.dir.filename().string()
+                                                        : spec.servedModelName;
+  std::vector<fb::Offset<Kernel>> kernels;
+  auto plan = CreatePlan(b, kFormatVersion, b.CreateString("voltc 0.1.0"),
+                         b.CreateString(*specText), b.CreateString(spec.sku.name),
+                         b.CreateString(skuText), b.CreateString(arch),
+                         b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16,
+                         modelInfo, limits, tokenizer, b.CreateVector(kernels),
+                         b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching);
+  FinishPlanBuffer(b, plan);
+
+  std::filesystem::path tmp = options.output;
+  tmp += ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      return Error(tmp.string() + ": cannot create");
+    out.write(reinterpret_cast<const char *>(b.GetBufferPointer()),
+              static_cast<std::streamsize>(b.GetSize()));
+    if (!out)
+      return Error(tmp.string() + ": cannot write");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, options.output, ec);
+  if (ec)
+    return Error(options.output.string() + ": cannot rename: " + ec.message());
+  return Status::success();
+}
+
+} // namespace volt::plan

@@ -1,0 +1,36 @@
+//===- EmitPlan.h - the vexec module as a plan file + weight packs -*- C++ -*-===//
+//
+// The last phase: every launch, buffer and weight of the planned vexec
+// module becomes a field of the FlatBuffer plan (runtime/schema/plan.fbs),
+// each rank's weights are packed into weights.rankN.bin beside it, and the
+// tokenizer and chat template are embedded (after checking that the runtime
+// can load them, so that a plan never fails on them at serve time). The
+// same inputs give byte-identical files.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/model/Model.h"
+#include "compiler/spec/DeploySpec.h"
+#include "runtime/support/Status.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <filesystem>
+#include <functional>
+
+namespace volt::plan {
+
+struct EmitOptions {
+  /// The plan file; the packs go to the same folder.
+  std::filesystem::path output;
+  /// Progress messages for long writes (packs of large models).
+  std::function<void(const std::string &)> log;
+};
+
+/// Writes the plan of `module` (after --vexec-plan-memory) for `spec` and
+/// `model`.
+Status emitPlan(mlir::ModuleOp module, const spec::DeploySpec &spec, const model::Model &model,
+                const EmitOptions &options);
+
+} // namespace volt::plan

@@ -72,6 +72,22 @@ void moeGroupedQLinear(const MoeGroupedQLinearParams &params, const uint16_t *in
                        const int32_t *order, const int32_t *expertStarts, const Nvfp4Matrix &weight,
                        uint16_t *out, ThreadPool &pool);
 
+/// The dense counterpart of MoeGroupedQLinear (plan OpKind
+/// MoeGroupedLinear): `weight` holds every expert's FP16 [N, K] matrix.
+struct MoeGroupedLinearParams {
+  int64_t tokens = 0;
+  int64_t topK = 0;
+  int64_t numExperts = 0;
+  int64_t inFeatures = 0;
+  int64_t outFeatures = 0;
+  bool gatherTokens = false;
+  Epilogue epilogue = Epilogue::None;
+};
+
+void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,
+                      const int32_t *order, const int32_t *expertStarts, const uint16_t *weight,
+                      uint16_t *out, ThreadPool &pool);
+
 struct MoeCombineParams {
   int64_t tokens = 0;
   int64_t topK = 0;

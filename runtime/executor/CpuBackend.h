@@ -1,0 +1,51 @@
+//===- CpuBackend.h - runs a plan's step program on the CPU ------*- C++ -*-===//
+//
+// The embedded default and the reference: executes every op of the plan
+// with the cpu ops (runtime/cpu) over host memory laid out exactly as the
+// plan says — one arena per rank at the planned offsets, weights read in
+// place from the mapped packs, a paged FP16 KV cache — with each
+// tensor-parallel rank a thread and an in-process all-reduce between them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/engine/StepBackend.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/support/Status.h"
+
+#include <memory>
+#include <span>
+
+namespace volt::executor {
+
+struct CpuBackendOptions {
+  /// Threads in all (split over the ranks); 0: one per hardware thread.
+  int threads = 0;
+};
+
+class CpuBackend : public engine::StepBackend {
+public:
+  /// Prepares the ranks of `plan` (which must outlive the backend) for the
+  /// cpu: allocates each rank's arena and KV cache.
+  static Result<std::unique_ptr<CpuBackend>> create(const plan::LoadedPlan &plan,
+                                                    const CpuBackendOptions &options = {});
+  ~CpuBackend() override;
+
+  Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
+
+  /// Host bytes held for arenas and KV caches, all ranks together.
+  uint64_t hostBytes() const;
+  int threadsPerRank() const;
+
+private:
+  struct RankState;
+  explicit CpuBackend(const plan::LoadedPlan &plan);
+  void runRank(RankState &rank, const engine::StepBatch &batch, std::span<float> logits);
+
+  const plan::LoadedPlan &plan_;
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  struct Shared;
+  std::unique_ptr<Shared> shared_;
+};
+
+} // namespace volt::executor

@@ -1,0 +1,137 @@
+//===- PlanFile.cpp -------------------------------------------------------===//
+#include "runtime/plan/PlanFile.h"
+
+#include <xxhash.h>
+
+namespace volt::plan {
+namespace {
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// Structural checks the verifier cannot make: counts and ranges that must
+/// agree with one another.
+Status checkConsistency(const Plan &p, const std::string &name) {
+  if (!p.ranks() || p.ranks()->size() == 0)
+    return Error(name + ": the plan has no ranks");
+  if (p.tensor_parallel_size() != p.ranks()->size())
+    return Error(name + ": tensor_parallel_size " + std::to_string(p.tensor_parallel_size()) +
+                 " but " + std::to_string(p.ranks()->size()) + " ranks");
+  if (!p.model() || !p.limits() || !p.tokenizer())
+    return Error(name + ": the plan lacks its model, limits or tokenizer section");
+  if (p.model()->vocab_size() == 0 || p.limits()->max_num_batched_tokens() == 0 ||
+      p.limits()->max_model_len() == 0)
+    return Error(name + ": the plan's vocabulary size and limits must be positive");
+  for (const Rank *r : *p.ranks()) {
+    std::string where = name + ": rank " + std::to_string(r->rank());
+    if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->kv_cache())
+      return Error(where + " lacks its program, buffers, weights, pack or KV cache");
+    for (const Buffer *b : *r->buffers())
+      if (b->offset() + b->bytes() < b->offset() || b->offset() + b->bytes() > r->arena_bytes())
+        return Error(where + ": buffer '" + (b->name() ? b->name()->str() : "?") +
+                     "' lies outside the arena");
+    uint64_t packBytes = r->pack()->bytes();
+    for (const WeightEntry *w : *r->weights()) {
+      if (w->offset() + w->bytes() < w->offset() || w->offset() + w->bytes() > packBytes)
+        return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
+                     "' lies outside its pack");
+      if (w->layout() == WeightLayout::Nvfp4RowMajor && w->scales_offset() > w->bytes())
+        return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
+                     "' has its block scales outside the entry");
+    }
+    for (const Op *op : *r->ops()) {
+      if (!op->operands() || !op->params())
+        return Error(where + ": an op lacks operands or params");
+      for (const Operand *o : *op->operands()) {
+        bool ok = true;
+        switch (o->kind()) {
+        case OperandKind::Arena:
+          ok = o->index() < r->buffers()->size();
+          break;
+        case OperandKind::Weight:
+          ok = o->index() < r->weights()->size();
+          break;
+        case OperandKind::Input:
+          ok = o->index() <= static_cast<uint32_t>(StepInput::MAX);
+          break;
+        case OperandKind::Output:
+          ok = o->index() <= static_cast<uint32_t>(StepOutput::MAX);
+          break;
+        case OperandKind::KvCache:
+          ok = o->index() < r->kv_cache()->num_layers();
+          break;
+        default:
+          ok = false;
+        }
+        if (!ok)
+          return Error(where + ": op '" + (op->name() ? op->name()->str() : "?") +
+                       "' names an operand that does not exist");
+      }
+    }
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Status LoadedPlan::verifyBuffer(std::span<const uint8_t> bytes, const std::string &name) {
+  if (bytes.size() < 8 || !PlanBufferHasIdentifier(bytes.data()))
+    return Error(name + ": not a volt plan (no 'VPLN' file identifier)");
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), /*max_depth=*/64,
+                                 /*max_tables=*/10'000'000);
+  if (!VerifyPlanBuffer(verifier))
+    return Error(name + ": the plan is corrupt or truncated (FlatBuffers verification failed)");
+  const Plan *p = GetPlan(bytes.data());
+  if (p->format_version() != kFormatVersion)
+    return Error(name + ": plan format version " + std::to_string(p->format_version()) +
+                 ", this runtime reads version " + std::to_string(kFormatVersion) +
+                 "; recompile the plan with a matching voltc");
+  return checkConsistency(*p, name);
+}
+
+Result<std::unique_ptr<LoadedPlan>> LoadedPlan::load(const std::filesystem::path &path,
+                                                     const LoadOptions &options) {
+  auto file = MappedFile::open(path.string());
+  if (!file)
+    return file.error();
+  VOLT_RETURN_IF_ERROR(verifyBuffer((*file)->bytes(), path.string()));
+  std::unique_ptr<LoadedPlan> loaded(new LoadedPlan());
+  loaded->path_ = path;
+  loaded->file_ = std::move(*file);
+  loaded->plan_ = GetPlan(loaded->file_->bytes().data());
+  if (!options.loadWeights)
+    return loaded;
+
+  std::filesystem::path folder = path.parent_path();
+  for (const Rank *r : *loaded->plan_->ranks()) {
+    const WeightPack *pack = r->pack();
+    std::string fileName = pack->file() ? pack->file()->str() : "";
+    if (fileName.empty() || fileName.find('/') != std::string::npos || fileName == "..")
+      return Error(path.string() + ": rank " + std::to_string(r->rank()) +
+                   " names an invalid weight pack file '" + fileName + "'");
+    std::filesystem::path packPath = folder / fileName;
+    auto mapped = MappedFile::open(packPath.string());
+    if (!mapped)
+      return Error(mapped.message() + " (the weight pack of rank " + std::to_string(r->rank()) +
+                   "; copy it beside the plan)");
+    if ((*mapped)->size() != pack->bytes())
+      return Error(packPath.string() + ": " + std::to_string((*mapped)->size()) +
+                   " bytes, the plan expects " + std::to_string(pack->bytes()) +
+                   ": the pack is truncated or from another plan; copy it again");
+    if (options.verifyChecksums) {
+      auto bytes = (*mapped)->bytes();
+      uint64_t sum = XXH3_64bits(bytes.data(), bytes.size());
+      if (sum != pack->checksum())
+        return Error(packPath.string() + ": checksum " + hex(sum) + ", the plan expects " +
+                     hex(pack->checksum()) +
+                     ": the pack was changed or damaged, or is from another plan; copy it again");
+    }
+    loaded->packs_.push_back(std::move(*mapped));
+  }
+  return loaded;
+}
+
+} // namespace volt::plan

@@ -1,0 +1,124 @@
+//===- Session.cpp --------------------------------------------------------===//
+#include "runtime/serving/Session.h"
+
+#include "runtime/executor/CpuBackend.h"
+
+#include <chrono>
+
+namespace volt::serving {
+namespace {
+
+/// The engine's view of the tokenizer's streaming decoder.
+class StreamingDetokenizer : public engine::Detokenizer {
+public:
+  StreamingDetokenizer(const tok::Tokenizer &tokenizer, bool skipSpecial)
+      : decoder_(tokenizer, skipSpecial) {}
+  Result<std::string> step(int32_t token) override { return decoder_.step(token); }
+  Result<std::string> finish() override { return decoder_.finish(); }
+
+private:
+  tok::IncrementalDecoder decoder_;
+};
+
+} // namespace
+
+Session::~Session() {
+  // The engine refers to the backend; it goes first.
+  engine_.reset();
+  backend_.reset();
+}
+
+Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path,
+                                               const SessionOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Session> s(new Session());
+  plan::LoadOptions load;
+  load.verifyChecksums = options.verifyChecksums;
+  auto loaded = plan::LoadedPlan::load(path, load);
+  if (!loaded)
+    return loaded.error();
+  s->loaded_ = std::move(*loaded);
+  const plan::Plan &p = s->loaded_->plan();
+  std::string arch = p.arch() ? p.arch()->str() : "";
+
+  if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
+    return Error("--backend: unknown backend '" + options.backend + "' (valid: auto, cpu, cuda)");
+  if (options.backend == "cuda" || (options.backend == "auto" && arch != "cpu"))
+    return Error(path.string() + ": the plan is for " + arch + " and needs the cuda backend, "
+                 "which this build of the runtime does not have yet; compile the spec with "
+                 "target: cpu to run it on the cpu backend");
+  executor::CpuBackendOptions cpuOptions;
+  cpuOptions.threads = options.threads;
+  auto cpu = executor::CpuBackend::create(*s->loaded_, cpuOptions);
+  if (!cpu)
+    return cpu.error();
+  s->backendName_ = "cpu";
+  s->backendReason_ = options.backend == "cpu" ? "as asked (--backend cpu)"
+                                               : "the plan is for the cpu backend";
+  s->backend_ = std::move(*cpu);
+
+  const plan::Tokenizer *t = p.tokenizer();
+  auto tokenizer = tok::Tokenizer::fromJson(t->tokenizer_json() ? t->tokenizer_json()->str() : "",
+                                            path.string() + " (embedded tokenizer.json)");
+  if (!tokenizer)
+    return tokenizer.error();
+  s->tokenizer_ = std::move(*tokenizer);
+  if (t->chat_template() && t->chat_template()->size() > 0) {
+    auto parsed = chat::ChatTemplate::parse(t->chat_template()->str(),
+                                            path.string() + " (embedded chat template)");
+    if (!parsed)
+      return parsed.error();
+    s->chatTemplate_ = std::move(*parsed);
+  }
+  s->specialTokens_ = nlohmann::ordered_json::object();
+  if (t->tokenizer_config_json() && t->tokenizer_config_json()->size() > 0) {
+    auto config = nlohmann::ordered_json::parse(t->tokenizer_config_json()->str(), nullptr, false);
+    if (config.is_object())
+      for (const char *key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+        if (!config.contains(key))
+          continue;
+        const auto &v = config[key];
+        if (v.is_string())
+          s->specialTokens_[key] = v;
+        else if (v.is_object() && v.contains("content") && v["content"].is_string())
+          s->specialTokens_[key] = v["content"];
+      }
+  }
+
+  const plan::Rank *rank0 = p.ranks()->Get(0);
+  engine::EngineConfig config;
+  config.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
+  config.blockSize = static_cast<int32_t>(rank0->kv_cache()->block_size());
+  config.numKvBlocks = static_cast<int32_t>(rank0->kv_cache()->num_blocks());
+  config.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
+  config.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
+  config.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
+  config.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  config.enablePrefixCaching = p.enable_prefix_caching();
+  if (p.model()->eos_token_ids())
+    config.eosTokenIds.assign(p.model()->eos_token_ids()->begin(),
+                              p.model()->eos_token_ids()->end());
+  config.seed = static_cast<uint64_t>(p.seed());
+  auto engine = engine::Engine::create(config, *s->backend_);
+  if (!engine)
+    return Error(path.string() + ": " + engine.message());
+  s->engine_ = std::move(*engine);
+  s->servedModelName_ = p.served_model_name() ? p.served_model_name()->str() : "model";
+  s->loadSeconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+std::unique_ptr<engine::Detokenizer> Session::detokenizer(bool skipSpecialTokens) const {
+  return std::make_unique<StreamingDetokenizer>(*tokenizer_, skipSpecialTokens);
+}
+
+Result<std::string> Session::applyChatTemplate(const nlohmann::ordered_json &messages,
+                                               bool addGenerationPrompt,
+                                               const nlohmann::ordered_json *tools) const {
+  if (!chatTemplate_)
+    return Error("the model has no chat template; send a plain prompt instead");
+  return chatTemplate_->apply(messages, addGenerationPrompt, tools, specialTokens_);
+}
+
+} // namespace volt::serving

@@ -1,0 +1,68 @@
+//===- Session.h - a loaded plan, ready to generate --------------*- C++ -*-===//
+//
+// Everything volt-run and volt-serve share: the checked plan and its weight
+// packs, the backend that runs its steps, the engine that schedules
+// requests over it, and the tokenizer and chat template embedded in it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/chat/ChatTemplate.h"
+#include "runtime/engine/Engine.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/tokenizer/Tokenizer.h"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace volt::serving {
+
+struct SessionOptions {
+  /// "cpu", "cuda", or "auto" (cuda when the plan is for a GPU present
+  /// here, else cpu).
+  std::string backend = "auto";
+  /// CPU threads for the cpu backend (0: all).
+  int threads = 0;
+  bool verifyChecksums = true;
+};
+
+class Session {
+public:
+  static Result<std::unique_ptr<Session>> open(const std::filesystem::path &plan,
+                                               const SessionOptions &options = {});
+  ~Session();
+
+  const plan::Plan &plan() const { return loaded_->plan(); }
+  const tok::Tokenizer &tokenizer() const { return *tokenizer_; }
+  /// The model's chat template, when it has one.
+  const std::optional<chat::ChatTemplate> &chatTemplate() const { return chatTemplate_; }
+  engine::Engine &engine() { return *engine_; }
+  /// "cpu" or "cuda", and why it was chosen.
+  const std::string &backendName() const { return backendName_; }
+  const std::string &backendReason() const { return backendReason_; }
+  double loadSeconds() const { return loadSeconds_; }
+  const std::string &servedModelName() const { return servedModelName_; }
+
+  /// A streaming detokenizer for one request.
+  std::unique_ptr<engine::Detokenizer> detokenizer(bool skipSpecialTokens) const;
+
+  /// Renders `messages` with the chat template (error when there is none).
+  Result<std::string> applyChatTemplate(const nlohmann::ordered_json &messages,
+                                        bool addGenerationPrompt,
+                                        const nlohmann::ordered_json *tools = nullptr) const;
+
+private:
+  Session() = default;
+  std::unique_ptr<plan::LoadedPlan> loaded_;
+  std::unique_ptr<engine::StepBackend> backend_;
+  std::unique_ptr<engine::Engine> engine_;
+  std::unique_ptr<tok::Tokenizer> tokenizer_;
+  std::optional<chat::ChatTemplate> chatTemplate_;
+  nlohmann::ordered_json specialTokens_;
+  std::string backendName_, backendReason_, servedModelName_;
+  double loadSeconds_ = 0;
+};
+
+} // namespace volt::serving

@@ -1,0 +1,119 @@
+//===- volt-run - generate from a plan ------------------------------------===//
+//
+// Loads a plan, generates for one prompt, prints the text as it streams and
+// then the timings. Parses flags and calls runtime/serving.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/serving/Generate.h"
+#include "runtime/serving/Session.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+int main(int argc, char **argv) {
+  CLI::App app{"volt-run: generate text from a compiled plan"};
+  std::string planPath, prompt, promptIds, chat, backend = "auto";
+  int maxTokens = 64, threads = 0, topK = 0;
+  float temperature = 0.0f, topP = 1.0f, minP = 0.0f;
+  uint64_t seed = 0;
+  bool ignoreEos = false, printIds = false, noVerify = false;
+  app.add_option("plan", planPath, "plan file (weights.rankN.bin beside it)")->required();
+  auto *p = app.add_option("--prompt", prompt, "prompt text (tokenized without special tokens)");
+  auto *ids = app.add_option("--prompt-ids", promptIds, "prompt token ids, comma-separated");
+  auto *c = app.add_option("--chat", chat,
+                           "a user message, rendered with the model's chat template");
+  p->excludes(ids)->excludes(c);
+  ids->excludes(c);
+  app.add_option("--max-tokens", maxTokens, "tokens to generate at most")->capture_default_str();
+  app.add_option("--temperature", temperature, "0: greedy")->capture_default_str();
+  app.add_option("--top-p", topP)->capture_default_str();
+  app.add_option("--top-k", topK, "0: off")->capture_default_str();
+  app.add_option("--min-p", minP)->capture_default_str();
+  app.add_option("--seed", seed, "sampling seed")->capture_default_str();
+  app.add_flag("--ignore-eos", ignoreEos, "keep generating past end-of-sequence tokens");
+  app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)");
+  app.add_flag("--print-ids", printIds, "also print the generated token ids");
+  app.add_flag("--no-verify-checksums", noVerify,
+               "skip reading the weight packs to check their checksums");
+  CLI11_PARSE(app, argc, argv);
+
+  volt::serving::SessionOptions options;
+  options.backend = backend;
+  options.threads = threads;
+  options.verifyChecksums = !noVerify;
+  auto session = volt::serving::Session::open(planPath, options);
+  if (!session) {
+    std::fprintf(stderr, "volt-run: error: %s\n", session.message().c_str());
+    return 1;
+  }
+  volt::serving::Session &s = **session;
+  std::fprintf(stderr, "volt-run: %s on the %s backend (%s), loaded in %.3f s\n",
+               s.servedModelName().c_str(), s.backendName().c_str(), s.backendReason().c_str(),
+               s.loadSeconds());
+
+  std::vector<int32_t> tokens;
+  if (!promptIds.empty()) {
+    std::stringstream in(promptIds);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      try {
+        tokens.push_back(std::stoi(item));
+      } catch (...) {
+        std::fprintf(stderr, "volt-run: error: --prompt-ids: '%s' is not a token id\n",
+                     item.c_str());
+        return 1;
+      }
+    }
+  } else {
+    std::string text = prompt;
+    if (!chat.empty()) {
+      nlohmann::ordered_json messages = {{{"role", "user"}, {"content", chat}}};
+      auto rendered = s.applyChatTemplate(messages, true);
+      if (!rendered) {
+        std::fprintf(stderr, "volt-run: error: %s\n", rendered.message().c_str());
+        return 1;
+      }
+      text = *rendered;
+    }
+    tokens = s.tokenizer().encode(text, false);
+  }
+  if (tokens.empty()) {
+    std::fprintf(stderr, "volt-run: error: the prompt is empty (give --prompt, --prompt-ids or "
+                         "--chat)\n");
+    return 1;
+  }
+
+  volt::engine::SamplingParams sampling;
+  sampling.temperature = temperature;
+  sampling.topP = topP;
+  sampling.topK = topK;
+  sampling.minP = minP;
+  sampling.seed = seed;
+  sampling.maxTokens = maxTokens;
+  sampling.ignoreEos = ignoreEos;
+  auto generation = volt::serving::generate(s, tokens, sampling, [](const std::string &text) {
+    std::cout << text << std::flush;
+  });
+  std::cout << "\n";
+  if (!generation) {
+    std::fprintf(stderr, "volt-run: error: %s\n", generation.message().c_str());
+    return 1;
+  }
+  if (printIds) {
+    std::cout << "ids:";
+    for (int32_t t : generation->tokens)
+      std::cout << " " << t;
+    std::cout << "\n";
+  }
+  std::fprintf(stderr,
+               "volt-run: %zu prompt tokens, %zu generated (%s); time to first token %.1f ms, "
+               "%.1f tokens/s after it, %.3f s in all\n",
+               tokens.size(), generation->tokens.size(), generation->finishReason.c_str(),
+               generation->timeToFirstTokenSeconds * 1e3, generation->decodeTokensPerSecond,
+               generation->totalSeconds);
+  return 0;
+}

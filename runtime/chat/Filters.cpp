@@ -305,7 +305,7 @@ Value lookupPath(Interpreter &in, const Value &item, const Value &attribute) {
   return v;
 }
 
-Value ignoreCase(const Value &v) { return v.isString() ? Value::string(asciiLower(v.str())) : v; }
+Value ignoreCase(const Value &v) { return v.isString() ? Value::string(pyLower(v.str())) : v; }
 
 Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
                   const CallArgs &args) {
@@ -340,9 +340,9 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
     bind({});
     std::string s = soft(value);
     if (name == "upper")
-      return Value::string(asciiUpper(s));
+      return Value::string(pyUpper(s));
     if (name == "lower")
-      return Value::string(asciiLower(s));
+      return Value::string(pyLower(s));
     if (name == "capitalize")
       return Value::string(pyCapitalize(s));
     // jinja2's title: words start after '-', whitespace, '(', '{', '[', '<'.
@@ -353,7 +353,7 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
       bool boundary = c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || isPySpace(c);
       std::string one;
       appendUtf8(one, c);
-      out += boundary ? one : (start ? asciiUpper(one) : asciiLower(one));
+      out += boundary ? one : (start ? pyUpper(one) : pyLower(one));
       start = boundary;
     }
     return Value::string(std::move(out));

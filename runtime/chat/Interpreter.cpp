@@ -61,8 +61,9 @@ void Interpreter::raise(const std::string &message) const {
 
 void Interpreter::failUndefined(const Value &undefined) const { fail(undefined.str()); }
 
-void Interpreter::step() {
-  if (++steps_ > limits_.maxSteps)
+void Interpreter::charge(uint64_t units) {
+  steps_ += units;
+  if (steps_ > limits_.maxSteps)
     fail("the template exceeded its budget of " + std::to_string(limits_.maxSteps) +
          " evaluation steps");
 }
@@ -188,6 +189,7 @@ void Interpreter::execFor(const Stmt &s, const std::shared_ptr<Scope> &scope) {
   ValueList items;
   if (s.condition) {
     for (Value &item : all) {
+      step();
       auto inner = std::make_shared<Scope>();
       inner->parent = scope;
       assign(s.target, item, *inner);
@@ -205,10 +207,9 @@ void Interpreter::execFor(const Stmt &s, const std::shared_ptr<Scope> &scope) {
   }
   auto state = std::make_shared<LoopState>();
   state->items = std::make_shared<const ValueList>(std::move(items));
-  if (const Value *outer = scope->find("loop"); outer && outer->isLoop())
-    state->depth0 = outer->loopState().depth0 + 1;
   Value loopValue = Value::loop(state);
   for (size_t i = 0; i < state->items->size(); ++i) {
+    step();
     state->index0 = static_cast<int64_t>(i);
     auto inner = std::make_shared<Scope>();
     inner->parent = scope;

@@ -81,7 +81,9 @@ public:
   /// The items Python's iter() would give (consuming a one-shot iterator).
   ValueList iterate(const Value &v);
   /// Counts one unit of work against the step budget.
-  void step();
+  void step() { charge(1); }
+  /// Counts `units` of work (items copied, iterations) against the budget.
+  void charge(uint64_t units);
   /// Checks a string or list the template is building against the limits.
   void checkSize(size_t bytes, size_t items = 0) const;
   /// Python's `needle in container`.

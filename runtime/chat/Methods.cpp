@@ -61,18 +61,17 @@ std::vector<std::string> names(std::span<const std::string_view> list) {
 
 // --- helpers -------------------------------------------------------------
 
+/// `str.isupper` / `str.islower`: at least one cased character, and none of
+/// the other case.
 bool casedAll(const std::string &s, bool upper) {
   bool cased = false;
-  for (char c : s) {
-    if (std::islower(static_cast<unsigned char>(c))) {
-      if (upper)
-        return false;
-      cased = true;
-    } else if (std::isupper(static_cast<unsigned char>(c))) {
-      if (!upper)
-        return false;
-      cased = true;
-    }
+  for (char32_t c : decodeUtf8(s)) {
+    std::string one;
+    appendUtf8(one, c);
+    bool isLower = pyUpper(one) != one, isUpper = pyLower(one) != one;
+    if ((upper && isLower) || (!upper && isUpper))
+      return false;
+    cased = cased || isLower || isUpper;
   }
   return cased;
 }
@@ -223,8 +222,8 @@ Value strMethod(Interpreter &in, const std::string &s, const std::string &name,
   }
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize") {
     bind({});
-    return Value::string(name == "upper"   ? asciiUpper(s)
-                         : name == "lower" ? asciiLower(s)
+    return Value::string(name == "upper"   ? pyUpper(s)
+                         : name == "lower" ? pyLower(s)
                          : name == "title" ? pyTitle(s)
                                            : pyCapitalize(s));
   }
@@ -527,6 +526,7 @@ Value callGlobal(Interpreter &in, const std::string &name, const CallArgs &args)
     if (count > static_cast<long double>(in.limits().maxRange))
       in.fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (" +
               std::to_string(in.limits().maxRange) + ").");
+    in.charge(static_cast<uint64_t>(count) / 8);
     ValueList out;
     for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
       out.push_back(Value::integer(start + i * step));

@@ -247,6 +247,9 @@ Value Interpreter::evalSlice(const Value &obj, const Expr &slice,
 }
 
 ValueList Interpreter::iterate(const Value &v) {
+  // Copying is work too: a loop over a big list costs its length.
+  if (v.isListOrTuple())
+    charge(v.items().size() / 8);
   switch (v.kind()) {
   case Value::Kind::Undefined:
     return {};
@@ -452,6 +455,7 @@ Value Interpreter::binary(BinaryOp op, const Value &a, const Value &b) {
     }
     if (a.kind() == b.kind() && a.isListOrTuple()) {
       checkSize(0, a.items().size() + b.items().size());
+      charge((a.items().size() + b.items().size()) / 8);
       ValueList out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
       return a.isTuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));
@@ -477,6 +481,7 @@ Value Interpreter::binary(BinaryOp op, const Value &a, const Value &b) {
       if (n > 0 && seq->items().size() > limits_.maxListItems / static_cast<size_t>(n))
         checkSize(0, limits_.maxListItems + 1);
       ValueList out;
+      charge(static_cast<uint64_t>(n) * seq->items().size() / 8);
       for (int64_t i = 0; i < n; ++i)
         out.insert(out.end(), seq->items().begin(), seq->items().end());
       return seq->isTuple() ? Value::tuple(std::move(out)) : Value::list(std::move(out));

@@ -49,15 +49,71 @@ char32_t decodeOne(std::string_view s, size_t &i) {
   return cp;
 }
 
-bool isAsciiLetter(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+struct CaseMapping {
+  char32_t from, to;
+};
+struct SpecialCaseMapping {
+  char32_t from;
+  const char32_t *to;
+};
 
-/// Letters for word boundaries in `title`: ASCII letters and, as an
-/// approximation of Unicode's cased letters, everything beyond ASCII that is
-/// not whitespace.
-bool isWordLetter(char32_t c) { return isAsciiLetter(c) || (c >= 0x80 && !isPySpace(c)); }
+#include "runtime/chat/CaseTables.inc"
 
-char32_t upper(char32_t c) { return (c >= 'a' && c <= 'z') ? c - 32 : c; }
-char32_t lower(char32_t c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
+enum class Case { Upper, Lower, Title };
+
+/// Appends the mapping of `c`; returns whether `c` has one.
+template <size_t N, size_t M>
+bool mapCase(char32_t c, const CaseMapping (&simple)[N], const SpecialCaseMapping (&special)[M],
+             std::u32string &out) {
+  auto s = std::lower_bound(std::begin(simple), std::end(simple), c,
+                            [](const CaseMapping &m, char32_t v) { return m.from < v; });
+  if (s != std::end(simple) && s->from == c) {
+    out += s->to;
+    return true;
+  }
+  auto p = std::lower_bound(std::begin(special), std::end(special), c,
+                            [](const SpecialCaseMapping &m, char32_t v) { return m.from < v; });
+  if (p != std::end(special) && p->from == c) {
+    out += p->to;
+    return true;
+  }
+  return false;
+}
+
+void appendCase(char32_t c, Case which, std::u32string &out) {
+  bool mapped = false;
+  switch (which) {
+  case Case::Upper:
+    mapped = mapCase(c, kUpperSimple, kUpperSpecial, out);
+    break;
+  case Case::Lower:
+    mapped = mapCase(c, kLowerSimple, kLowerSpecial, out);
+    break;
+  case Case::Title:
+    mapped = mapCase(c, kTitleSimple, kTitleSpecial, out) ||
+             mapCase(c, kUpperSimple, kUpperSpecial, out);
+    break;
+  }
+  if (!mapped)
+    out += c;
+}
+
+/// Whether `c` has a case (Python's notion of a cased character, taken as
+/// having any case mapping or being the target of one in these tables).
+bool isCased(char32_t c) {
+  std::u32string scratch;
+  if (mapCase(c, kUpperSimple, kUpperSpecial, scratch) ||
+      mapCase(c, kLowerSimple, kLowerSpecial, scratch))
+    return true;
+  return false;
+}
+
+std::string mapAll(std::string_view s, Case which) {
+  std::u32string out;
+  for (char32_t c : decodeUtf8(s))
+    appendCase(c, which, out);
+  return encodeUtf8(out);
+}
 
 std::vector<std::string> splitWhitespace(const std::u32string &cps, int64_t maxSplit) {
   std::vector<std::string> out;
@@ -295,23 +351,25 @@ std::string asciiLower(std::string_view s) {
   return out;
 }
 
+std::string pyUpper(std::string_view s) { return mapAll(s, Case::Upper); }
+std::string pyLower(std::string_view s) { return mapAll(s, Case::Lower); }
+
 std::string pyCapitalize(std::string_view s) {
-  std::u32string cps = decodeUtf8(s);
+  std::u32string cps = decodeUtf8(s), out;
   for (size_t i = 0; i < cps.size(); ++i)
-    cps[i] = i == 0 ? upper(cps[i]) : lower(cps[i]);
-  return encodeUtf8(cps);
+    appendCase(cps[i], i == 0 ? Case::Title : Case::Lower, out);
+  return encodeUtf8(out);
 }
 
 std::string pyTitle(std::string_view s) {
-  std::u32string cps = decodeUtf8(s);
+  std::u32string out;
   bool previousCased = false;
-  for (char32_t &c : cps) {
-    bool letter = isWordLetter(c);
-    if (letter)
-      c = previousCased ? lower(c) : upper(c);
-    previousCased = letter;
+  for (char32_t c : decodeUtf8(s)) {
+    bool cased = isCased(c);
+    appendCase(c, previousCased ? Case::Lower : Case::Title, out);
+    previousCased = cased;
   }
-  return encodeUtf8(cps);
+  return encodeUtf8(out);
 }
 
 void appendJsonString(std::string &out, std::string_view s, bool ensureAscii) {

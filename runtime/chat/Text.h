@@ -50,13 +50,17 @@ std::vector<std::string> pySplitLines(std::string_view s);
 std::string pyReplace(std::string_view s, std::string_view from, std::string_view to,
                       int64_t count);
 
-/// Case mapping. Letters outside ASCII keep their case (a documented
-/// difference from Python, which maps all of Unicode).
+/// ASCII-only case mapping, for matching keywords and numbers.
 std::string asciiUpper(std::string_view s);
 std::string asciiLower(std::string_view s);
-/// `str.capitalize`: first character upper, the rest lower.
+/// `str.upper` / `str.lower` with Python's Unicode mappings (including
+/// ß → SS); the context-dependent final sigma of `lower` is not applied.
+std::string pyUpper(std::string_view s);
+std::string pyLower(std::string_view s);
+/// `str.capitalize`: first character title case, the rest lower.
 std::string pyCapitalize(std::string_view s);
-/// `str.title`: each run of letters starts upper, continues lower.
+/// `str.title`: each run of cased letters starts title case, continues
+/// lower.
 std::string pyTitle(std::string_view s);
 
 /// JSON string literal the way Python's json.dumps writes it: `"`, `\`, and

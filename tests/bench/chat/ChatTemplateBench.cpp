@@ -2,7 +2,7 @@
 //
 // Parses each conformance template, and renders a short chat, a tool-calling
 // exchange and a 100-turn conversation with it. Results go in
-// docs/perf/chat-templates.md; nothing here is asserted.
+// docs/chat-templates.md (Performance); nothing here is asserted.
 //
 //   ./build/bin/chat_bench
 //

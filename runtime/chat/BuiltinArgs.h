@@ -78,6 +78,10 @@ private:
 /// item-then-attribute rules, digits as integers.
 Value lookupPath(Interpreter &in, const Value &item, const Value &attribute);
 
+/// Python's `fmt % args` (printf-style formatting); `args` is a tuple of
+/// values, a dict for `%(key)s`, or a single value.
+std::string printfFormat(Interpreter &in, const std::string &fmt, const Value &args);
+
 /// Strings lowered for case-insensitive sorting and comparison.
 Value ignoreCase(const Value &v);
 

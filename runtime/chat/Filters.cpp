@@ -603,6 +603,20 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
       return Value::undefined("'dict object' has no attribute '" + attrName + "'");
     return in.getAttribute(value, attrName);
   }
+  if (name == "format") {
+    if (!args.positional.empty() && !args.keyword.empty())
+      in.fail("can't handle positional and keyword arguments at the same time");
+    Value operands;
+    if (!args.keyword.empty()) {
+      auto d = std::make_shared<Dict>();
+      for (const auto &[key, v] : args.keyword)
+        d->set(Value::string(key), v);
+      operands = Value::dict(std::move(d));
+    } else {
+      operands = Value::tuple(args.positional);
+    }
+    return Value::string(printfFormat(in, soft(value), operands));
+  }
   if (name == "tojson") {
     BoundArgs a = bind({"ensure_ascii", "indent", "separators", "sort_keys"});
     return Value::string(toJson(in, value, a.flag(0, false), a.get(1, Value::none()),

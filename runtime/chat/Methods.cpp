@@ -21,14 +21,15 @@ bool contains(std::initializer_list<std::string_view> names, std::string_view na
 // --- the registries ------------------------------------------------------
 
 constexpr std::string_view kFilters[] = {
-    "abs",        "attr",    "capitalize", "center", "count",  "d",      "default",    "dictsort",
-    "e",          "escape",  "first",      "float",  "indent", "int",    "join",       "last",
-    "length",     "list",    "lower",      "items",  "map",    "min",    "max",        "reject",
-    "rejectattr", "replace", "reverse",    "round",  "safe",   "select", "selectattr", "sort",
-    "string",     "sum",     "title",      "trim",   "unique", "upper",  "wordcount",  "tojson"};
+    "abs",      "attr",   "capitalize", "center",     "count",   "d",       "default",
+    "dictsort", "e",      "escape",     "first",      "float",   "indent",  "int",
+    "join",     "last",   "length",     "list",       "lower",   "items",   "map",
+    "min",      "max",    "reject",     "rejectattr", "replace", "reverse", "round",
+    "safe",     "select", "selectattr", "sort",       "string",  "sum",     "title",
+    "trim",     "unique", "upper",      "wordcount",  "tojson",  "format"};
 constexpr std::string_view kUnsupportedFilters[] = {
-    "batch", "filesizeformat", "forceescape", "format",    "groupby", "pprint",   "random",
-    "slice", "striptags",      "truncate",    "urlencode", "urlize",  "wordwrap", "xmlattr"};
+    "batch",     "filesizeformat", "forceescape", "groupby", "pprint",   "random", "slice",
+    "striptags", "truncate",       "urlencode",   "urlize",  "wordwrap", "xmlattr"};
 
 constexpr std::string_view kTests[] = {
     "odd",     "even",    "divisibleby", "defined",  "undefined", "filter", "test",        "none",

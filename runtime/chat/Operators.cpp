@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/chat/Interpreter.h"
 
+#include "runtime/chat/BuiltinArgs.h"
+
 #include "runtime/chat/Text.h"
 
 #include <algorithm>
@@ -490,7 +492,7 @@ Value Interpreter::binary(BinaryOp op, const Value &a, const Value &b) {
       fail("can't multiply sequence by non-int of type '" + count->typeName() + "'");
   }
   if (op == BinaryOp::Mod && a.isString())
-    fail("printf-style string formatting with '%' is not supported");
+    return Value::string(printfFormat(*this, a.str(), b));
   fail(unsupported());
 }
 

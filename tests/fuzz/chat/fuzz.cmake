@@ -11,6 +11,7 @@ volt_fuzz_target(chat_template_fuzzer
           runtime/chat/Filters.cpp
           runtime/chat/Methods.cpp
           runtime/chat/Json.cpp
+          runtime/chat/Format.cpp
           runtime/chat/ChatTemplate.cpp
           runtime/support/Strings.cpp
   LIBS nlohmann_json::nlohmann_json

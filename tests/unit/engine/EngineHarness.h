@@ -41,7 +41,7 @@ inline std::vector<int32_t> randomPrompt(std::mt19937 &rng, int32_t len, int32_t
 
 class Harness {
 public:
-  explicit Harness(EngineConfig config = smallConfig()) {
+  explicit Harness(const EngineConfig &config = smallConfig()) {
     model = std::make_unique<FakeModel>(config.vocabSize, config.numKvBlocks, config.blockSize);
     auto e = Engine::create(config, *model);
     EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.message());

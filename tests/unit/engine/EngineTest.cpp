@@ -97,6 +97,7 @@ TEST(Engine, SamplerThreadsDoNotChangeOutputs) {
     Harness h(cfg);
     std::mt19937 rng(29);
     std::vector<std::string> pieces;
+    pieces.reserve(cfg.vocabSize);
     for (int i = 0; i < cfg.vocabSize; ++i)
       pieces.push_back(std::string(1, char('a' + i % 26)));
     for (int i = 0; i < 24; ++i) {
@@ -406,6 +407,7 @@ TEST(Engine, RunLoopServesRequestsFromOtherThreads) {
   std::map<RequestId, std::vector<int32_t>> want;
   const int threads = 4, perThread = 8;
   std::vector<std::thread> clients;
+  clients.reserve(threads);
   for (int t = 0; t < threads; ++t)
     clients.emplace_back([&, t] {
       std::mt19937 rng(100 + t);

@@ -19,8 +19,8 @@ struct Fed {
   std::string text;
 };
 
-Fed feed(std::vector<std::string> pieces, std::vector<std::string> stop, bool include = false,
-         std::string tail = "") {
+Fed feed(const std::vector<std::string> &pieces, std::vector<std::string> stop,
+         bool include = false, const std::string &tail = "") {
   OutputText out(std::make_unique<PieceDetokenizer>(pieces, tail), std::move(stop), include);
   Fed run;
   for (size_t i = 0; i < pieces.size() && !run.stop; ++i) {

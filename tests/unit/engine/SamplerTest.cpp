@@ -40,6 +40,7 @@ std::vector<float> softmax(std::vector<double> x) {
   for (double &v : x)
     sum += (v = std::exp(v - m));
   std::vector<float> out;
+  out.reserve(x.size());
   for (double v : x)
     out.push_back(float(v / sum));
   return out;

@@ -300,6 +300,7 @@ TEST(Scheduler, PrefixCachingUnderPressureKeepsOutputsExact) {
     Harness h(cfg);
     std::mt19937 rng(9);
     std::vector<std::vector<int32_t>> prefixes;
+    prefixes.reserve(3);
     for (int i = 0; i < 3; ++i)
       prefixes.push_back(randomPrompt(rng, 8 + 4 * i, cfg.vocabSize));
     struct Want {

@@ -40,6 +40,10 @@ TEMPLATES = {
                                                  "unk_token": "<unk>"},
     "mistralai-Mixtral-8x7B-Instruct-v0.1.jinja": {"bos_token": "<s>", "eos_token": "</s>",
                                                    "unk_token": "<unk>"},
+    "NousResearch-Hermes-3-Llama-3.1-70B-tool_use.jinja": {"bos_token": "<|begin_of_text|>",
+                                                           "eos_token": "<|im_end|>"},
+    "meetkai-functionary-medium-v3.2.jinja": {"bos_token": "<|begin_of_text|>",
+                                              "eos_token": "<|eot_id|>"},
 }
 
 # Extra template variables some cases pass (apply_chat_template's **kwargs).

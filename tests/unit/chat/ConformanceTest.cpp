@@ -1,8 +1,8 @@
 //===- ConformanceTest.cpp - volt's renders against Python jinja2's -------===//
 //
 // Renders every case of tests/conformance/chat/expectations.json (real chat
-// templates of Qwen2.5, Qwen3, Llama 3.1/3.2, Mistral v0.3 and Mixtral over
-// 46 conversations, written by generate_expectations.py with jinja2 set up
+// templates of Qwen2.5, Qwen3, Llama 3.1/3.2, Mistral v0.3, Mixtral, Hermes 3
+// and functionary over 46 conversations, written by generate_expectations.py with jinja2 set up
 // as Hugging Face sets it up) and compares byte for byte. Where jinja2
 // failed, volt must fail too; where the template itself raised, with the
 // same message.

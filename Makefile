@@ -1,7 +1,8 @@
 # The two commands of the quickstart. Each installs what is missing
 # (scripts/install-deps.sh), configures, builds and runs.
 #
-#   make demo   build, write a tiny NVFP4 MoE model, check it with voltc
+#   make demo   build, write a tiny NVFP4 MoE model, check and compile it with
+#               voltc, and generate text from the plan with volt-run
 #   make test   build and run the whole test suite (ctest)
 #
 # BUILD_DIR and JOBS may be overridden: make test JOBS=8

@@ -31,7 +31,8 @@ void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,
       for (int64_t j = begin + first; j < begin + last; ++j) {
         int64_t row = params.gatherTokens ? order[j] / params.topK : j;
         detail::halfToFloat(in + row * k, x.data(), k);
-        detail::dotRows(w.data(), x.data(), k, n, k, y.data());
+        // dotRows(v, m, ...) dots the vector v with each row of the matrix m.
+        detail::dotRows(x.data(), w.data(), k, n, k, y.data());
         uint16_t *dst = out + j * outCols;
         for (int64_t c = 0; c < outCols; ++c)
           dst[c] = floatToHalf(silu ? detail::siluTimes(y[c], y[c + outCols]) : y[c]);

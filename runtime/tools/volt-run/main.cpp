@@ -98,7 +98,7 @@ int main(int argc, char **argv) {
   auto generation = volt::serving::generate(s, tokens, sampling, [](const std::string &text) {
     std::cout << text << std::flush;
   });
-  std::cout << "\n";
+  std::cout << std::endl;
   if (!generation) {
     std::fprintf(stderr, "volt-run: error: %s\n", generation.message().c_str());
     return 1;

@@ -1,0 +1,135 @@
+// A plan or weight pack that is not exactly what the compiler wrote is
+// refused by name, before anything is served from it.
+#include "PlanFixture.h"
+
+#include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/PlanFile.h"
+#include "runtime/serving/Session.h"
+
+#include <fstream>
+#include <gtest/gtest.h>
+
+namespace volt {
+namespace {
+
+/// A copy of a freshly compiled tp=2 plan and its packs, to damage.
+std::filesystem::path copyOfPlan(const std::string &name) {
+  testing::PlanRequest r;
+  r.tensorParallelSize = 2;
+  auto plan = testing::compilePlan(r);
+  auto dir = std::filesystem::temp_directory_path() / ("volt-planfile-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char *f : {"plan.vplan", "weights.rank0.bin", "weights.rank1.bin"})
+    std::filesystem::copy_file(plan.parent_path() / f, dir / f);
+  return dir / "plan.vplan";
+}
+
+std::string loadError(const std::filesystem::path &plan) {
+  auto loaded = plan::LoadedPlan::load(plan);
+  return loaded.ok() ? "" : loaded.message();
+}
+
+void patchByte(const std::filesystem::path &file, uint64_t offset) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x5A));
+}
+
+TEST(PlanFile, AnIntactPlanLoads) {
+  auto plan = copyOfPlan("intact");
+  auto loaded = plan::LoadedPlan::load(plan);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  EXPECT_EQ((*loaded)->plan().tensor_parallel_size(), 2u);
+  EXPECT_EQ((*loaded)->plan().format_version(), plan::kFormatVersion);
+  EXPECT_EQ((*loaded)->plan().arch()->str(), "cpu");
+}
+
+TEST(PlanFile, TruncatedPlan) {
+  auto plan = copyOfPlan("truncated");
+  std::filesystem::resize_file(plan, std::filesystem::file_size(plan) / 2);
+  EXPECT_NE(loadError(plan).find("corrupt or truncated"), std::string::npos) << loadError(plan);
+}
+
+TEST(PlanFile, NotAPlan) {
+  auto plan = copyOfPlan("notaplan");
+  std::ofstream(plan, std::ios::trunc) << "model: m\ntarget: cpu\n";
+  EXPECT_NE(loadError(plan).find("not a volt plan"), std::string::npos) << loadError(plan);
+  std::filesystem::remove(plan);
+  EXPECT_NE(loadError(plan).find("cannot open"), std::string::npos) << loadError(plan);
+}
+
+TEST(PlanFile, OtherFormatVersion) {
+  flatbuffers::FlatBufferBuilder b;
+  plan::PlanBuilder p(b);
+  p.add_format_version(plan::kFormatVersion + 1);
+  plan::FinishPlanBuffer(b, p.Finish());
+  auto status = plan::LoadedPlan::verifyBuffer({b.GetBufferPointer(), b.GetSize()}, "future.vplan");
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("plan format version 2, this runtime reads version 1"),
+            std::string::npos)
+      << status.message();
+}
+
+TEST(PlanFile, ChangedWeightPack) {
+  auto plan = copyOfPlan("changed");
+  patchByte(plan.parent_path() / "weights.rank1.bin", 300);
+  std::string e = loadError(plan);
+  EXPECT_NE(e.find("weights.rank1.bin: checksum"), std::string::npos) << e;
+  EXPECT_NE(e.find("copy it again"), std::string::npos) << e;
+}
+
+TEST(PlanFile, TruncatedWeightPack) {
+  auto plan = copyOfPlan("shortpack");
+  auto pack = plan.parent_path() / "weights.rank0.bin";
+  std::filesystem::resize_file(pack, std::filesystem::file_size(pack) - 1);
+  std::string e = loadError(plan);
+  EXPECT_NE(e.find("weights.rank0.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+}
+
+TEST(PlanFile, MissingWeightPack) {
+  auto plan = copyOfPlan("nopack");
+  std::filesystem::remove(plan.parent_path() / "weights.rank1.bin");
+  std::string e = loadError(plan);
+  EXPECT_NE(e.find("weights.rank1.bin"), std::string::npos) << e;
+  EXPECT_NE(e.find("copy it beside the plan"), std::string::npos) << e;
+}
+
+TEST(PlanFile, PlanForAGpuIsRefusedByTheCpuBackend) {
+  // A minimal, consistent plan for sm_70 (no weights needed to refuse it).
+  flatbuffers::FlatBufferBuilder b;
+  auto rank = plan::CreateRank(
+      b, 0, b.CreateVector(std::vector<flatbuffers::Offset<plan::Op>>{}),
+      b.CreateVector(std::vector<flatbuffers::Offset<plan::Buffer>>{}), 0, 0, 0,
+      b.CreateVector(std::vector<flatbuffers::Offset<plan::WeightEntry>>{}),
+      plan::CreateWeightPack(b, b.CreateString("weights.rank0.bin"), 0, 0),
+      plan::CreateKvCache(b));
+  auto model = plan::CreateModelInfo(b, b.CreateString("Qwen3MoeForCausalLM"), 512);
+  auto limits = plan::CreateLimits(b, 2048, 8, 64, 128);
+  auto tokenizer = plan::CreateTokenizer(b);
+  auto root = plan::CreatePlan(b, plan::kFormatVersion, 0, 0, 0, 0, b.CreateString("sm_70"), 0, 1,
+                               plan::DType::F16, model, limits, tokenizer, 0,
+                               b.CreateVector(std::vector<flatbuffers::Offset<plan::Rank>>{rank}));
+  plan::FinishPlanBuffer(b, root);
+  auto dir = std::filesystem::temp_directory_path() / "volt-planfile-gpu";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "gpu.vplan", std::ios::binary)
+      .write(reinterpret_cast<const char *>(b.GetBufferPointer()),
+             static_cast<std::streamsize>(b.GetSize()));
+  plan::LoadOptions options;
+  options.loadWeights = false;
+  auto loaded = plan::LoadedPlan::load(dir / "gpu.vplan", options);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  auto backend = executor::CpuBackend::create(**loaded);
+  ASSERT_FALSE(backend.ok());
+  EXPECT_NE(backend.message().find("compiled for sm_70, not the cpu backend"),
+            std::string::npos)
+      << backend.message();
+}
+
+} // namespace
+} // namespace volt

@@ -1,0 +1,196 @@
+// End to end on the cpu backend: plans compiled from synthetic models give
+// the same greedy tokens at tensor_parallel_size 1, 2 and 4, alone or
+// batched with other requests, prefilled in one step or in chunks.
+#include "PlanFixture.h"
+
+#include "runtime/executor/CpuBackend.h"
+#include "runtime/serving/Generate.h"
+#include "runtime/serving/Session.h"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <numeric>
+
+namespace volt {
+namespace {
+
+using testing::compilePlan;
+using testing::PlanRequest;
+
+/// Prompt ids inside the tiny models' 512-token vocabulary.
+std::vector<int32_t> prompt(int n, int seed = 0) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    ids[static_cast<size_t>(i)] = (i * 37 + seed * 101 + 11) % 500;
+  return ids;
+}
+
+std::unique_ptr<serving::Session> open(const std::filesystem::path &plan) {
+  auto s = serving::Session::open(plan);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+engine::SamplingParams greedy(int maxTokens) {
+  engine::SamplingParams p;
+  p.temperature = 0.0f;
+  p.maxTokens = maxTokens;
+  p.ignoreEos = true;
+  return p;
+}
+
+std::vector<int32_t> generateGreedy(const std::filesystem::path &plan,
+                                    const std::vector<int32_t> &ids, int maxTokens) {
+  auto s = open(plan);
+  if (!s)
+    return {};
+  auto g = serving::generate(*s, ids, greedy(maxTokens));
+  EXPECT_TRUE(g.ok()) << g.message();
+  return g.ok() ? g->tokens : std::vector<int32_t>{};
+}
+
+/// The logits of one prefill of `ids` (one sequence, blocks 0..), straight
+/// through the backend.
+std::vector<float> prefillLogits(const std::filesystem::path &planPath,
+                                 const std::vector<int32_t> &ids) {
+  auto loaded = plan::LoadedPlan::load(planPath);
+  EXPECT_TRUE(loaded.ok()) << loaded.message();
+  auto backend = executor::CpuBackend::create(**loaded);
+  EXPECT_TRUE(backend.ok()) << backend.message();
+  const plan::Plan &p = (*loaded)->plan();
+  int32_t blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
+  int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  int32_t n = static_cast<int32_t>(ids.size());
+  std::vector<int32_t> positions(ids.size()), slots(ids.size()), starts = {0, n},
+      lens = {n}, table(static_cast<size_t>(width), 0), rows = {n - 1};
+  std::iota(positions.begin(), positions.end(), 0);
+  std::iota(slots.begin(), slots.end(), 0);
+  for (int32_t b = 0; b < width; ++b)
+    table[static_cast<size_t>(b)] = b;
+  engine::StepBatch batch;
+  batch.numTokens = n;
+  batch.numSeqs = 1;
+  batch.maxBlocksPerSeq = width;
+  batch.tokens = ids;
+  batch.positions = positions;
+  batch.slotMapping = slots;
+  batch.seqStarts = starts;
+  batch.contextLens = lens;
+  batch.blockTables = table;
+  batch.logitsRows = rows;
+  (void)blockSize;
+  std::vector<float> logits(p.model()->vocab_size());
+  auto st = (*backend)->runStep(batch, logits);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return logits;
+}
+
+class EveryFamily : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryFamily, TensorParallelRanksAgree) {
+  std::vector<int32_t> ids = prompt(24);
+  PlanRequest r;
+  r.family = GetParam();
+  std::vector<float> one = prefillLogits(compilePlan(r), ids);
+  std::vector<int32_t> tokensOne = generateGreedy(compilePlan(r), ids, 24);
+  ASSERT_EQ(tokensOne.size(), 24u);
+  float scale = 0.0f;
+  for (float v : one)
+    scale = std::max(scale, std::fabs(v));
+  for (int tp : {2, 4}) {
+    r.tensorParallelSize = tp;
+    std::vector<float> split = prefillLogits(compilePlan(r), ids);
+    ASSERT_EQ(split.size(), one.size());
+    float worst = 0.0f;
+    for (size_t i = 0; i < one.size(); ++i)
+      worst = std::max(worst, std::fabs(split[i] - one[i]));
+    // The ranks' partial sums are rounded to FP16 before the all-reduce
+    // adds them, where one rank rounds the whole sum once: a few FP16 ulps
+    // of each branch per layer, far below the logits' spread.
+    EXPECT_LE(worst, 0.01f * scale) << "tp=" << tp << " max |logit| " << scale;
+    EXPECT_EQ(generateGreedy(compilePlan(r), ids, 24), tokensOne) << "tp=" << tp;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, EveryFamily,
+                         ::testing::Values("qwen3-moe", "qwen2-moe", "mixtral", "qwen3", "llama"),
+                         [](const auto &info) {
+                           std::string n = info.param;
+                           for (char &c : n)
+                             if (c == '-')
+                               c = '_';
+                           return n;
+                         });
+
+TEST(Runtime, EveryFormatRuns) {
+  for (auto format : {mkmodel::Format::CompressedTensors, mkmodel::Format::BF16}) {
+    PlanRequest r;
+    r.format = format;
+    r.tensorParallelSize = 2;
+    EXPECT_EQ(generateGreedy(compilePlan(r), prompt(10), 8).size(), 8u)
+        << mkmodel::formatName(format);
+  }
+}
+
+TEST(Runtime, BatchingDoesNotChangeGreedyOutput) {
+  PlanRequest r;
+  r.family = "qwen2-moe";
+  auto planPath = compilePlan(r);
+  const int n = 17;
+  std::vector<std::vector<int32_t>> alone;
+  for (int i = 0; i < n; ++i)
+    alone.push_back(generateGreedy(planPath, prompt(5 + i * 3, i), 16));
+
+  auto s = open(planPath);
+  ASSERT_NE(s, nullptr);
+  std::vector<std::vector<int32_t>> together(n);
+  for (int i = 0; i < n; ++i) {
+    engine::Request request;
+    request.promptTokens = prompt(5 + i * 3, i);
+    request.sampling = greedy(16);
+    request.onOutput = [&together, i](const engine::RequestOutput &out) {
+      if (out.token)
+        together[static_cast<size_t>(i)].push_back(*out.token);
+    };
+    ASSERT_TRUE(s->engine().submit(std::move(request)).ok());
+  }
+  ASSERT_TRUE(s->engine().runUntilIdle().ok());
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(together[static_cast<size_t>(i)], alone[static_cast<size_t>(i)]) << "request " << i;
+  EXPECT_EQ(s->engine().stats().kvCache.usedBlocks, 0);
+}
+
+TEST(Runtime, LongContextChunkedPrefillMatchesOneStep) {
+  // 600 prompt tokens cross 38 KV blocks of 16; a 64-token step budget
+  // prefills them in 10 chunks.
+  std::vector<int32_t> ids = prompt(600, 7);
+  PlanRequest wide;
+  wide.maxNumBatchedTokens = 1024;
+  PlanRequest narrow;
+  narrow.maxNumBatchedTokens = 64;
+  narrow.maxNumSeqs = 16;
+  auto a = generateGreedy(compilePlan(wide), ids, 16);
+  auto b = generateGreedy(compilePlan(narrow), ids, 16);
+  ASSERT_EQ(a.size(), 16u);
+  EXPECT_EQ(a, b);
+}
+
+TEST(Runtime, RequestsBeyondTheLimitsAreRejected) {
+  auto s = open(compilePlan(PlanRequest{}));
+  ASSERT_NE(s, nullptr);
+  engine::Request tooLong;
+  tooLong.promptTokens = prompt(2100);
+  tooLong.sampling = greedy(4);
+  auto id = s->engine().submit(std::move(tooLong));
+  ASSERT_FALSE(id.ok());
+  EXPECT_NE(id.message().find("2048"), std::string::npos) << id.message();
+  engine::Request badSampling;
+  badSampling.promptTokens = prompt(4);
+  badSampling.sampling.temperature = -1.0f;
+  auto bad = s->engine().submit(std::move(badSampling));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("temperature"), std::string::npos) << bad.message();
+}
+
+} // namespace
+} // namespace volt

@@ -52,7 +52,14 @@ private:
     return RankedTensorType::get({ShapedType::kDynamic, cols}, elem ? elem : act_);
   }
 
-  Location at(StringRef name) { return NameLoc::get(b_.getStringAttr(name)); }
+  /// A location naming the module a value comes from ("...input_layernorm"
+  /// for its ".weight").
+  Location at(StringRef name) {
+    for (StringRef suffix : {".weight", ".bias"})
+      if (name.ends_with(suffix))
+        name = name.drop_back(suffix.size());
+    return NameLoc::get(b_.getStringAttr(name));
+  }
 
   ArrayAttr names(const std::vector<std::string> &list) {
     SmallVector<Attribute> attrs;

@@ -332,12 +332,19 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   std::string servedName = spec.servedModelName.empty() ? model.dir.filename().string()
                                                         : spec.servedModelName;
   std::vector<fb::Offset<Kernel>> kernels;
+  auto util = deployment.getAs<FloatAttr>("gpu_memory_utilization");
+  auto budget = CreateMemoryBudget(
+      b, static_cast<uint64_t>(intOf(memory, "device_bytes")),
+      static_cast<uint64_t>(intOf(memory, "budget_bytes")),
+      static_cast<uint64_t>(intOf(memory, "cuda_context_bytes")),
+      static_cast<uint64_t>(intOf(memory, "nccl_bytes")),
+      util ? static_cast<float>(util.getValueAsDouble()) : 0.0f);
   auto plan = CreatePlan(b, kFormatVersion, b.CreateString("voltc 0.1.0"),
                          b.CreateString(*specText), b.CreateString(spec.sku.name),
                          b.CreateString(skuText), b.CreateString(arch),
                          b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16,
                          modelInfo, limits, tokenizer, b.CreateVector(kernels),
-                         b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching);
+                         b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching, budget);
   FinishPlanBuffer(b, plan);
 
   std::filesystem::path tmp = options.output;

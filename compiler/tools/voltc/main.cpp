@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/driver/Check.h"
 #include "compiler/driver/Compile.h"
+#include "compiler/driver/Inspect.h"
 #include "runtime/support/Strings.h"
 
 #include <CLI/CLI.hpp>
@@ -40,7 +41,28 @@ int main(int argc, char **argv) {
                       "plan file to write (default: the spec's name with .vplan); the weight "
                       "packs go beside it");
 
+  CLI::App *inspectCmd = app.add_subcommand(
+      "inspect", "print a compiled plan's memory plan per rank, its largest buffers and the "
+                 "launches of a decode step");
+  std::string inspectPlan;
+  bool inspectJson = false;
+  inspectCmd->add_option("plan", inspectPlan, "plan file (.vplan)")->required();
+  inspectCmd->add_flag("--json", inspectJson, "print the report as JSON");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (inspectCmd->parsed()) {
+    auto report = volt::driver::inspect(inspectPlan);
+    if (!report) {
+      std::fprintf(stderr, "voltc: error: %s\n", report.message().c_str());
+      return 1;
+    }
+    if (inspectJson)
+      std::cout << report->json.dump(2) << "\n";
+    else
+      std::cout << volt::driver::formatInspectReport(*report);
+    return 0;
+  }
 
   if (compile->parsed()) {
     auto phase = volt::pipeline::parsePhase(emit);

@@ -1,0 +1,190 @@
+//===- Inspect.cpp - `voltc inspect`: what a plan needs, before deploying -===//
+#include "compiler/driver/Inspect.h"
+
+#include "runtime/plan/PlanFile.h"
+#include "runtime/support/Strings.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+namespace volt::driver {
+namespace {
+
+std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
+
+/// What one decode step launches, by kernel (GPU plans) or op (cpu plans).
+std::map<std::string, int> launchesPerDecodeStep(const plan::Plan &p, const plan::Rank &r) {
+  std::map<std::string, int> counts;
+  for (const plan::Op *op : *r.ops()) {
+    std::string name = plan::EnumNameOpKind(op->kind());
+    if (op->launches() && op->launches()->size() > 0 && p.kernels()) {
+      // A decode step of one sequence runs the first variant.
+      const plan::Launch *l = op->launches()->Get(0);
+      if (l->kernel() < p.kernels()->size())
+        name = str(p.kernels()->Get(l->kernel())->name());
+    }
+    ++counts[name];
+  }
+  return counts;
+}
+
+} // namespace
+
+Result<InspectReport> inspect(const std::filesystem::path &planPath) {
+  plan::LoadOptions options;
+  options.loadWeights = false;
+  auto loaded = plan::LoadedPlan::load(planPath, options);
+  if (!loaded)
+    return loaded.error();
+  const plan::Plan &p = (*loaded)->plan();
+  InspectReport report;
+  nlohmann::json ranks = nlohmann::json::array();
+  const plan::MemoryBudget *budget = p.memory_budget();
+  uint64_t maxModelLen = p.limits()->max_model_len();
+  for (const plan::Rank *r : *p.ranks()) {
+    const plan::KvCache *kv = r->kv_cache();
+    uint64_t kvTokens = static_cast<uint64_t>(kv->num_blocks()) * kv->block_size();
+    nlohmann::json buffers = nlohmann::json::array();
+    std::vector<const plan::Buffer *> largest(r->buffers()->begin(), r->buffers()->end());
+    std::stable_sort(largest.begin(), largest.end(),
+                     [](const plan::Buffer *a, const plan::Buffer *b) { return a->bytes() > b->bytes(); });
+    if (largest.size() > 8)
+      largest.resize(8);
+    for (const plan::Buffer *b : largest)
+      buffers.push_back({{"name", str(b->name())},
+                         {"bytes", b->bytes()},
+                         {"offset", b->offset()},
+                         {"first_op", b->first_op()},
+                         {"last_op", b->last_op()},
+                         {"first_op_name", str(r->ops()->Get(b->first_op())->name())},
+                         {"last_op_name", str(r->ops()->Get(b->last_op())->name())}});
+    nlohmann::json kernels = nlohmann::json::object();
+    for (const auto &[name, count] : launchesPerDecodeStep(p, *r))
+      kernels[name] = count;
+    uint64_t total = (budget ? budget->cuda_context_bytes() + budget->nccl_bytes() : 0) +
+                     r->pack()->bytes() + r->arena_bytes() + r->workspace_bytes() + kv->bytes();
+    ranks.push_back(
+        {{"rank", r->rank()},
+         {"weights_bytes", r->pack()->bytes()},
+         {"weights_file", str(r->pack()->file())},
+         {"kv_cache",
+          {{"bytes", kv->bytes()},
+           {"blocks", kv->num_blocks()},
+           {"block_size", kv->block_size()},
+           {"tokens", kvTokens},
+           {"full_length_sequences",
+            maxModelLen ? static_cast<double>(kvTokens) / static_cast<double>(maxModelLen) : 0.0},
+           {"layers", kv->num_layers()},
+           {"kv_heads", kv->num_kv_heads()},
+           {"head_dim", kv->head_dim()}}},
+         {"arena_bytes", r->arena_bytes()},
+         {"arena_lower_bound", r->arena_lower_bound()},
+         {"workspace_bytes", r->workspace_bytes()},
+         {"cuda_context_bytes", budget ? budget->cuda_context_bytes() : 0},
+         {"nccl_bytes", budget ? budget->nccl_bytes() : 0},
+         {"total_bytes", total},
+         {"budget_bytes", budget ? budget->budget_bytes() : 0},
+         {"ops", r->ops()->size()},
+         {"largest_buffers", buffers},
+         {"launches_per_decode_step", kernels}});
+  }
+  nlohmann::json kernelList = nlohmann::json::array();
+  if (p.kernels())
+    for (const plan::Kernel *k : *p.kernels()) {
+      const plan::KernelResources *res = k->resources();
+      kernelList.push_back({{"name", str(k->name())},
+                            {"source", str(k->source())},
+                            {"registers", res ? res->registers() : 0},
+                            {"static_shared_bytes", res ? res->static_shared_bytes() : 0},
+                            {"local_bytes", res ? res->local_bytes() : 0},
+                            {"cubin_bytes", k->cubin() ? k->cubin()->size() : 0}});
+    }
+  report.json = {{"plan", planPath.string()},
+                 {"format_version", p.format_version()},
+                 {"producer", str(p.producer())},
+                 {"sku", str(p.sku_name())},
+                 {"arch", str(p.arch())},
+                 {"served_model_name", str(p.served_model_name())},
+                 {"architecture", str(p.model()->architecture())},
+                 {"tensor_parallel_size", p.tensor_parallel_size()},
+                 {"max_model_len", maxModelLen},
+                 {"max_num_seqs", p.limits()->max_num_seqs()},
+                 {"max_num_batched_tokens", p.limits()->max_num_batched_tokens()},
+                 {"device_bytes", budget ? budget->device_bytes() : 0},
+                 {"gpu_memory_utilization", budget ? budget->gpu_memory_utilization() : 0.0f},
+                 {"ranks", ranks},
+                 {"kernels", kernelList}};
+  return report;
+}
+
+std::string formatInspectReport(const InspectReport &report) {
+  const nlohmann::json &j = report.json;
+  std::ostringstream out;
+  out << j["plan"].get<std::string>() << ": " << j["architecture"].get<std::string>() << " for "
+      << j["tensor_parallel_size"] << " x " << j["sku"].get<std::string>() << " ("
+      << j["arch"].get<std::string>() << "), served as '"
+      << j["served_model_name"].get<std::string>() << "'\n";
+  out << "  limits: max_model_len " << j["max_model_len"] << ", max_num_seqs " << j["max_num_seqs"]
+      << ", max_num_batched_tokens " << j["max_num_batched_tokens"] << "\n";
+  auto row = [&](const std::string &what, uint64_t bytes, const std::string &note = "") {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "    %-28s %12s  %s\n", what.c_str(), formatBytes(bytes).c_str(),
+                  note.c_str());
+    out << buf;
+  };
+  for (const auto &r : j["ranks"]) {
+    out << "  rank " << r["rank"] << ":\n";
+    row("weights (" + r["weights_file"].get<std::string>() + ")", r["weights_bytes"]);
+    const auto &kv = r["kv_cache"];
+    char kvNote[160];
+    std::snprintf(kvNote, sizeof kvNote, "%s blocks x %llu = %s tokens = %.1f full-length sequences",
+                  formatCount(kv["blocks"].get<uint64_t>()).c_str(),
+                  static_cast<unsigned long long>(kv["block_size"].get<uint64_t>()),
+                  formatCount(kv["tokens"].get<uint64_t>()).c_str(),
+                  kv["full_length_sequences"].get<double>());
+    row("KV cache", kv["bytes"], kvNote);
+    uint64_t arena = r["arena_bytes"], lower = r["arena_lower_bound"];
+    char ratio[64];
+    std::snprintf(ratio, sizeof ratio, "lower bound %s (x%.2f)", formatBytes(lower).c_str(),
+                  lower ? static_cast<double>(arena) / static_cast<double>(lower) : 1.0);
+    row("activation arena", arena, ratio);
+    row("kernel workspaces", r["workspace_bytes"]);
+    row("CUDA context", r["cuda_context_bytes"]);
+    if (r["nccl_bytes"].get<uint64_t>() > 0)
+      row("NCCL buffers", r["nccl_bytes"]);
+    char budgetNote[96];
+    std::snprintf(budgetNote, sizeof budgetNote, "of %s budget (gpu_memory_utilization %.2f)",
+                  formatBytes(r["budget_bytes"].get<uint64_t>()).c_str(),
+                  j["gpu_memory_utilization"].get<double>());
+    row("total", r["total_bytes"], budgetNote);
+    out << "    largest buffers (bytes, live from op to op):\n";
+    for (const auto &b : r["largest_buffers"]) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "      %-40s %12s  ops %llu..%llu (%s .. %s)\n",
+                    b["name"].get<std::string>().c_str(),
+                    formatBytes(b["bytes"].get<uint64_t>()).c_str(),
+                    static_cast<unsigned long long>(b["first_op"].get<uint64_t>()),
+                    static_cast<unsigned long long>(b["last_op"].get<uint64_t>()),
+                    b["first_op_name"].get<std::string>().c_str(),
+                    b["last_op_name"].get<std::string>().c_str());
+      out << buf;
+    }
+    uint64_t launches = 0;
+    for (const auto &[name, count] : r["launches_per_decode_step"].items())
+      launches += count.get<uint64_t>();
+    out << "    launches per decode step: " << launches << "\n";
+    for (const auto &[name, count] : r["launches_per_decode_step"].items())
+      out << "      " << count << " x " << name << "\n";
+  }
+  if (!j["kernels"].empty()) {
+    out << "  kernels:\n";
+    for (const auto &k : j["kernels"])
+      out << "    " << k["name"].get<std::string>() << ": " << k["registers"] << " registers, "
+          << k["static_shared_bytes"] << " B shared, " << k["local_bytes"] << " B local\n";
+  }
+  return out.str();
+}
+
+} // namespace volt::driver

@@ -18,4 +18,5 @@ config.environment["LC_ALL"] = "C"
 config.environment["NO_COLOR"] = "1"
 
 config.substitutions.append(("%volt_src", config.volt_source_dir))
+config.substitutions.append(("%volt_bin", config.volt_binary_dir))
 config.substitutions.append(("%specs", os.path.join(config.volt_source_dir, "specs")))

@@ -9,6 +9,9 @@
 
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
+# ccache keys on paths relative to the checkout, so clones in other folders
+# (CI) reuse what earlier builds compiled.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all demo test deps configure build format clean
 

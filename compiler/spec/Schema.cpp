@@ -46,6 +46,7 @@ bool parseNumberText(std::string_view text, double &out) {
 
 std::string joinIntegers(const std::vector<int64_t> &values) {
   std::vector<std::string> parts;
+  parts.reserve(values.size());
   for (int64_t v : values)
     parts.push_back(std::to_string(v));
   return joinList(parts);
@@ -245,7 +246,10 @@ public:
         continue;
       }
       const std::string &name = keyNode.Scalar();
-      std::string full = prefix.empty() ? name : prefix + "." + name;
+      std::string full = prefix;
+      if (!full.empty())
+        full += '.';
+      full += name;
       if (auto [first, inserted] = local.emplace(name, keyLoc); !inserted) {
         diags_.error(keyLoc, "duplicate key '" + full + "' (first given at line " +
                                  std::to_string(first->second.line) + ", column " +
@@ -403,7 +407,7 @@ std::string defaultColumn(const FieldSpec &spec) {
   return std::visit(Printer{}, spec.defaultValue);
 }
 
-std::string escapeCell(std::string text) {
+std::string escapeCell(const std::string &text) {
   std::string out;
   for (char c : text) {
     if (c == '|')

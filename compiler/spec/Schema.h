@@ -61,78 +61,123 @@ struct FieldContext {
   Diagnostics &diags;
 };
 
-/// A field and how it lands in a `T`.
+/// A field and how it lands in a `T`. The chained setters read as the
+/// field's description: `integerField(...).atLeast(1).byDefault(256)`.
 template <typename T> struct Field : FieldSpec {
   std::function<void(T &, const FieldValue &)> assign;
   std::function<void(const YAML::Node &, T &, FieldContext &)> readCustom;
 
-  Field &&require() && { return required = true, std::move(*this); }
-  Field &&orUnset() && { return nullable = true, std::move(*this); }
-  Field &&byDefault(FieldValue v) && { return defaultValue = std::move(v), std::move(*this); }
-  Field &&atLeast(int64_t v) && { return minInt = v, std::move(*this); }
-  Field &&atMost(int64_t v) && { return maxInt = v, std::move(*this); }
-  Field &&oneOf(std::vector<int64_t> v) && { return allowedInts = std::move(v), std::move(*this); }
-  Field &&above(double v) && {
-    minNumber = v, minExclusive = true;
+  Field &&require() && {
+    required = true;
     return std::move(*this);
   }
-  Field &&atLeastNumber(double v) && { return minNumber = v, std::move(*this); }
-  Field &&atMostNumber(double v) && { return maxNumber = v, std::move(*this); }
-  Field &&notEmpty() && { return nonEmpty = true, std::move(*this); }
-  Field &&typed(std::string t) && { return typeName = std::move(t), std::move(*this); }
-  Field &&validAs(std::string t) && { return validText = std::move(t), std::move(*this); }
-  Field &&defaultAs(std::string t) && { return defaultText = std::move(t), std::move(*this); }
+  Field &&orUnset() && {
+    nullable = true;
+    return std::move(*this);
+  }
+  Field &&byDefault(const FieldValue &v) && {
+    defaultValue = v;
+    return std::move(*this);
+  }
+  Field &&atLeast(int64_t v) && {
+    minInt = v;
+    return std::move(*this);
+  }
+  Field &&atMost(int64_t v) && {
+    maxInt = v;
+    return std::move(*this);
+  }
+  Field &&oneOf(const std::vector<int64_t> &v) && {
+    allowedInts = v;
+    return std::move(*this);
+  }
+  Field &&above(double v) && {
+    minNumber = v;
+    minExclusive = true;
+    return std::move(*this);
+  }
+  Field &&atMostNumber(double v) && {
+    maxNumber = v;
+    return std::move(*this);
+  }
+  Field &&notEmpty() && {
+    nonEmpty = true;
+    return std::move(*this);
+  }
+  Field &&typed(const std::string &t) && {
+    typeName = t;
+    return std::move(*this);
+  }
+  Field &&validAs(const std::string &t) && {
+    validText = t;
+    return std::move(*this);
+  }
+  Field &&defaultAs(const std::string &t) && {
+    defaultText = t;
+    return std::move(*this);
+  }
 };
 
 template <typename T>
-Field<T> integerField(std::string key, std::string doc, std::function<void(T &, int64_t)> set) {
+Field<T> makeField(const std::string &key, FieldKind kind, const std::string &doc) {
   Field<T> f;
-  f.key = std::move(key), f.kind = FieldKind::Integer, f.doc = std::move(doc);
-  f.assign = [set](T &t, const FieldValue &v) { set(t, std::get<int64_t>(v)); };
+  f.key = key;
+  f.kind = kind;
+  f.doc = doc;
   return f;
 }
 
 template <typename T>
-Field<T> numberField(std::string key, std::string doc, std::function<void(T &, double)> set) {
-  Field<T> f;
-  f.key = std::move(key), f.kind = FieldKind::Number, f.doc = std::move(doc);
-  f.assign = [set](T &t, const FieldValue &v) { set(t, std::get<double>(v)); };
+Field<T> integerField(const std::string &key, const std::string &doc,
+                      std::function<void(T &, int64_t)> set) {
+  Field<T> f = makeField<T>(key, FieldKind::Integer, doc);
+  f.assign = [set = std::move(set)](T &t, const FieldValue &v) { set(t, std::get<int64_t>(v)); };
   return f;
 }
 
 template <typename T>
-Field<T> booleanField(std::string key, std::string doc, std::function<void(T &, bool)> set) {
-  Field<T> f;
-  f.key = std::move(key), f.kind = FieldKind::Boolean, f.doc = std::move(doc);
-  f.assign = [set](T &t, const FieldValue &v) { set(t, std::get<bool>(v)); };
+Field<T> numberField(const std::string &key, const std::string &doc,
+                     std::function<void(T &, double)> set) {
+  Field<T> f = makeField<T>(key, FieldKind::Number, doc);
+  f.assign = [set = std::move(set)](T &t, const FieldValue &v) { set(t, std::get<double>(v)); };
   return f;
 }
 
 template <typename T>
-Field<T> stringField(std::string key, std::string doc,
+Field<T> booleanField(const std::string &key, const std::string &doc,
+                      std::function<void(T &, bool)> set) {
+  Field<T> f = makeField<T>(key, FieldKind::Boolean, doc);
+  f.assign = [set = std::move(set)](T &t, const FieldValue &v) { set(t, std::get<bool>(v)); };
+  return f;
+}
+
+template <typename T>
+Field<T> stringField(const std::string &key, const std::string &doc,
                      std::function<void(T &, const std::string &)> set) {
-  Field<T> f;
-  f.key = std::move(key), f.kind = FieldKind::String, f.doc = std::move(doc);
-  f.assign = [set](T &t, const FieldValue &v) { set(t, std::get<std::string>(v)); };
+  Field<T> f = makeField<T>(key, FieldKind::String, doc);
+  f.assign = [set = std::move(set)](T &t, const FieldValue &v) {
+    set(t, std::get<std::string>(v));
+  };
   return f;
 }
 
 template <typename T>
-Field<T> choiceField(std::string key, std::string doc, std::vector<std::string> choices,
+Field<T> choiceField(const std::string &key, const std::string &doc,
+                     const std::vector<std::string> &choices,
                      std::function<void(T &, const std::string &)> set) {
-  Field<T> f = stringField<T>(std::move(key), std::move(doc), std::move(set));
-  f.kind = FieldKind::Choice, f.choices = std::move(choices);
+  Field<T> f = stringField<T>(key, doc, std::move(set));
+  f.kind = FieldKind::Choice;
+  f.choices = choices;
   return f;
 }
 
 /// A field with its own reader (lists, maps); `typeName` and `validText`
 /// describe it in the reference.
 template <typename T>
-Field<T> customField(std::string key, std::string doc, std::string typeName,
+Field<T> customField(const std::string &key, const std::string &doc, const std::string &typeName,
                      std::function<void(const YAML::Node &, T &, FieldContext &)> read) {
-  Field<T> f;
-  f.key = std::move(key), f.kind = FieldKind::Custom, f.doc = std::move(doc);
-  f.typeName = std::move(typeName);
+  Field<T> f = makeField<T>(key, FieldKind::Custom, doc);
+  f.typeName = typeName;
   f.readCustom = std::move(read);
   return f;
 }
@@ -186,6 +231,7 @@ template <typename T>
 KeyPlaces readMapping(const YAML::Node &root, const std::vector<Field<T>> &fields,
                       std::string_view documentKind, T &out, Diagnostics &diags) {
   std::vector<const FieldSpec *> specs;
+  specs.reserve(fields.size());
   for (const Field<T> &f : fields)
     specs.push_back(&f);
   auto seen = walkMapping(root, specs, documentKind, diags,

@@ -38,6 +38,7 @@ const std::vector<std::pair<InterconnectKind, std::string>> &interconnectNames()
 template <typename E>
 std::vector<std::string> namesOf(const std::vector<std::pair<E, std::string>> &table) {
   std::vector<std::string> out;
+  out.reserve(table.size());
   for (const auto &[value, name] : table)
     out.push_back(name);
   return out;

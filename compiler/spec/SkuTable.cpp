@@ -70,8 +70,13 @@ std::string builtinSkuTable() {
              binaryUnits(s.memoryReserve.cudaContextBytes) + " / " +
              binaryUnits(s.memoryReserve.ncclBytes) + " |\n";
     sources += "\n### `" + s.name + "`\n\n" + s.description + ".\n\n";
-    for (const auto &[key, source] : s.sources)
-      sources += "- `" + key + "`: " + source + "\n";
+    for (const auto &[key, source] : s.sources) {
+      sources += "- `";
+      sources += key;
+      sources += "`: ";
+      sources += source;
+      sources += '\n';
+    }
   }
   return table + "\n## Sources\n" + sources;
 }

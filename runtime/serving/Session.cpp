@@ -115,10 +115,16 @@ std::unique_ptr<engine::Detokenizer> Session::detokenizer(bool skipSpecialTokens
 
 Result<std::string> Session::applyChatTemplate(const nlohmann::ordered_json &messages,
                                                bool addGenerationPrompt,
-                                               const nlohmann::ordered_json *tools) const {
+                                               const nlohmann::ordered_json *tools,
+                                               const nlohmann::ordered_json *templateKwargs) const {
   if (!chatTemplate_)
     return Error("the model has no chat template; send a plain prompt instead");
-  return chatTemplate_->apply(messages, addGenerationPrompt, tools, specialTokens_);
+  if (!templateKwargs || !templateKwargs->is_object() || templateKwargs->empty())
+    return chatTemplate_->apply(messages, addGenerationPrompt, tools, specialTokens_);
+  nlohmann::ordered_json context = specialTokens_;
+  for (auto it = templateKwargs->begin(); it != templateKwargs->end(); ++it)
+    context[it.key()] = it.value();
+  return chatTemplate_->apply(messages, addGenerationPrompt, tools, context);
 }
 
 } // namespace volt::serving

@@ -49,9 +49,12 @@ public:
   std::unique_ptr<engine::Detokenizer> detokenizer(bool skipSpecialTokens) const;
 
   /// Renders `messages` with the chat template (error when there is none).
-  Result<std::string> applyChatTemplate(const nlohmann::ordered_json &messages,
-                                        bool addGenerationPrompt,
-                                        const nlohmann::ordered_json *tools = nullptr) const;
+  /// `templateKwargs` (an object) adds template variables, as vLLM's
+  /// chat_template_kwargs do (e.g. enable_thinking).
+  Result<std::string>
+  applyChatTemplate(const nlohmann::ordered_json &messages, bool addGenerationPrompt,
+                    const nlohmann::ordered_json *tools = nullptr,
+                    const nlohmann::ordered_json *templateKwargs = nullptr) const;
 
 private:
   Session() = default;

@@ -1,0 +1,99 @@
+//===- ServerImpl.h - the server's state, shared by its handlers -*- C++ -*-===//
+//
+// Private to runtime/server: Server.cpp (lifecycle, routing, the small
+// endpoints) and GenerationHandler.cpp (completions and chat) both work on
+// this state.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/server/AccessLog.h"
+#include "runtime/server/ApiError.h"
+#include "runtime/server/Generation.h"
+#include "runtime/server/JsonFields.h"
+#include "runtime/server/Metrics.h"
+#include "runtime/server/RequestParser.h"
+#include "runtime/server/ResponseBuilder.h"
+#include "runtime/server/Server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+#include <thread>
+
+namespace volt::server {
+
+/// How often a waiting HTTP thread looks for a closed client connection
+/// and the request's deadline.
+inline constexpr std::chrono::milliseconds kPollInterval{20};
+
+/// What the access log says about the request this HTTP thread is serving.
+/// A worker thread serves one request at a time, and the handler, the
+/// streaming content provider and the logger all run on it.
+struct CurrentRequest {
+  AccessRecord record;
+  engine::Clock::time_point start{};
+};
+CurrentRequest &currentRequest();
+
+/// The prompt text of a conversation (chat template; continue_final_message
+/// cut); errors name the field.
+ApiResult<std::string> renderChatPrompt(const serving::Session &session,
+                                        const nlohmann::ordered_json &messages,
+                                        bool addGenerationPrompt, bool continueFinalMessage,
+                                        const nlohmann::ordered_json &tools,
+                                        const nlohmann::ordered_json &templateKwargs);
+
+struct Server::Impl {
+  explicit Impl(ServerOptions o);
+
+  ServerOptions options;
+  httplib::Server http;
+  int port = 0;
+  int listenFd = -1;
+  std::thread listener;
+  std::thread engineThread;
+  std::thread graceThread;
+
+  std::atomic<serving::Session *> session{nullptr};
+  std::atomic<bool> draining{false};
+  // Written once by attach(), before `session` is published.
+  std::vector<std::string> modelNames;
+  ParseLimits limits;
+  EngineInfo engineInfo;
+  int32_t maxModelLen = 0;
+  int64_t createdAt = 0;
+
+  Metrics metrics;
+  AccessLog accessLog;
+
+  std::atomic<int> activeGenerations{0};
+  std::mutex inflightMu;
+  std::set<GenerationRun *> inflight;
+
+  std::mutex shutdownMu;
+  std::condition_variable shutdownCv;
+  bool shutdownStarted = false;
+  bool listenerDone = false;
+
+  void registerRoutes();
+  /// The session, or null after answering 503 (loading / shutting down).
+  serving::Session *readySession(httplib::Response &res, bool generation);
+  void sendError(httplib::Response &res, const ApiError &error);
+  void sendJson(httplib::Response &res, const nlohmann::ordered_json &body);
+  /// 404 unless `model` is empty or one of the served names.
+  MaybeError checkModel(const std::string &model) const;
+
+  void handleGeneration(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
+  void handleTokenize(const httplib::Request &req, httplib::Response &res);
+  void handleDetokenize(const httplib::Request &req, httplib::Response &res);
+
+  void trackRun(GenerationRun *run);
+  void untrackRun(GenerationRun *run);
+  void cancelAll();
+};
+
+} // namespace volt::server

@@ -1,0 +1,132 @@
+//===- volt-serve - serve a plan over an OpenAI-compatible HTTP API -------===//
+//
+// Parses flags, binds the port (answering 503 while the plan loads), loads
+// the plan, serves until SIGTERM or SIGINT, then shuts down gracefully.
+// The server itself is runtime/server.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/server/Server.h"
+#include "runtime/server/ServerInfo.h"
+#include "runtime/serving/Session.h"
+
+#include <CLI/CLI.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+int main(int argc, char **argv) {
+  CLI::App app{"volt-serve: serve a compiled plan over an OpenAI-compatible HTTP API"};
+  std::string planPath, backend = "auto";
+  int threads = 0;
+  bool noVerify = false, noAccessLog = false;
+  volt::server::ServerOptions o;
+  app.add_option("plan", planPath, "plan file (weights.rankN.bin beside it)")->required();
+  app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", o.port, "port to listen on (0: pick a free one and print it)")
+      ->capture_default_str();
+  app.add_option("--api-key", o.apiKey,
+                 "require 'Authorization: Bearer <key>' (also read from VOLT_API_KEY)")
+      ->envname("VOLT_API_KEY");
+  app.add_flag("--auth-health-metrics", o.authHealthAndMetrics,
+               "require the API key on /health and /metrics too (open by default)");
+  app.add_option("--served-model-name", o.servedModelNames,
+                 "names the model answers to (default: the plan's served_model_name); the "
+                 "first is the one responses report");
+  app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)")
+      ->capture_default_str();
+  app.add_option("--max-body-bytes", o.maxBodyBytes, "largest request body (413 beyond)")
+      ->capture_default_str();
+  app.add_option("--max-concurrent-requests", o.maxConcurrentRequests,
+                 "generation requests served at once (429 beyond)")
+      ->capture_default_str();
+  app.add_option("--max-queue-len", o.maxQueueLen,
+                 "sequences waiting for the engine beyond which requests get 503")
+      ->capture_default_str();
+  app.add_option("--request-timeout", o.requestTimeoutSeconds,
+                 "seconds a generation request may take (0: no limit)")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace-period", o.shutdownGraceSeconds,
+                 "seconds requests in flight may finish after SIGTERM/SIGINT")
+      ->capture_default_str();
+  app.add_option("--keep-alive-timeout", o.keepAliveSeconds,
+                 "idle seconds before a keep-alive connection is closed")
+      ->capture_default_str();
+  app.add_option("--http-threads", o.httpThreads,
+                 "HTTP worker threads, one per open connection (0: max-concurrent-requests + 64)")
+      ->capture_default_str();
+  app.add_flag("--no-access-log", noAccessLog, "do not log a line per request");
+  app.add_flag("--no-verify-checksums", noVerify,
+               "skip reading the weight packs to check their checksums");
+  CLI11_PARSE(app, argc, argv);
+  o.planPath = planPath;
+  o.accessLog = noAccessLog ? nullptr : stderr;
+
+  // Signals are taken by one thread with sigwait, so every other thread
+  // (HTTP workers, the engine) must have them blocked: block them before
+  // any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1); // ends the signal thread at exit
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = volt::server::Server::create(o);
+  if (!server) {
+    std::fprintf(stderr, "volt-serve: error: %s\n", server.message().c_str());
+    return 1;
+  }
+  volt::server::Server &srv = **server;
+  std::fprintf(stderr, "volt-serve: listening on http://%s:%d (loading %s)\n", srv.host().c_str(),
+               srv.port(), planPath.c_str());
+
+  std::thread signalThread([&srv, &signals, grace = o.shutdownGraceSeconds] {
+    for (int received = 0;;) {
+      int sig = 0;
+      if (sigwait(&signals, &sig) != 0 || sig == SIGUSR1)
+        return;
+      if (received++ == 0)
+        std::fprintf(stderr,
+                     "volt-serve: %s: shutting down (no new connections; requests in flight "
+                     "have %g s to finish; signal again to cancel them now)\n",
+                     sig == SIGTERM ? "SIGTERM" : "SIGINT", grace);
+      else
+        std::fprintf(stderr, "volt-serve: cancelling the requests in flight\n");
+      srv.beginShutdown();
+    }
+  });
+  auto stopSignalThread = [&] {
+    pthread_kill(signalThread.native_handle(), SIGUSR1);
+    signalThread.join();
+  };
+
+  volt::serving::SessionOptions sessionOptions;
+  sessionOptions.backend = backend;
+  sessionOptions.threads = threads;
+  sessionOptions.verifyChecksums = !noVerify;
+  auto session = volt::serving::Session::open(planPath, sessionOptions);
+  if (!session) {
+    std::fprintf(stderr, "volt-serve: error: %s\n", session.message().c_str());
+    srv.beginShutdown();
+    srv.wait();
+    stopSignalThread();
+    return 1;
+  }
+  std::fprintf(stderr, "volt-serve: plan %s\n%s%s", planPath.c_str(),
+               volt::server::describePlan(**session).c_str(),
+               volt::server::describeLimits(o).c_str());
+  srv.attach(**session);
+  std::vector<std::string> names = srv.servedModelNames();
+  if (!names.empty())
+    std::fprintf(stderr, "volt-serve: ready: serving '%s' at http://%s:%d/v1\n",
+                 names.front().c_str(), srv.host().c_str(), srv.port());
+  srv.wait();
+  stopSignalThread();
+  server->reset();
+  std::fprintf(stderr, "volt-serve: stopped\n");
+  return 0;
+}

@@ -122,12 +122,16 @@ Result<std::string> compile(const std::filesystem::path &specFile,
   import::ImportOptions importOptions;
   importOptions.maxModelLen = checked->maxModelLen;
   importOptions.readWeightRanges = options.verifyData && checked->model.hasWeights();
+  importOptions.quantizeNvfp4 =
+      checked->spec.weights.quantize == spec::WeightQuantization::Nvfp4;
   auto module = import::importModel(context, checked->spec, checked->model, importOptions);
   if (!module)
     return Error(specFile.string() + ": " + module.message());
 
   mlir::PassManager pm(&context);
   pipeline::PipelineOptions pipelineOptions;
+  pipelineOptions.residualDtype =
+      checked->spec.residualDtype == spec::ResidualDtype::Fp32 ? "f32" : "f16";
   pipeline::buildPipeline(pm, options.emit, pipelineOptions);
   if (options.emit == pipeline::Phase::Plan && !checked->model.hasWeights())
     return Error(specFile.string() + ": the model directory " + checked->model.dir.string() +

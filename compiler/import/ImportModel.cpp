@@ -1,6 +1,8 @@
 //===- ImportModel.cpp ----------------------------------------------------===//
 #include "compiler/import/ImportModel.h"
 
+#include "compiler/model/TensorParallel.h"
+
 #include "dialects/Volt/VoltOps.h"
 #include "runtime/numerics/Half.h"
 
@@ -154,8 +156,18 @@ private:
       }
     }
     int64_t experts = stacked ? static_cast<int64_t>(perExpert.size()) : 0;
-    if (!first.isNvfp4())
+    bool fromDense = !first.isNvfp4() && options_.quantizeNvfp4 && model::quantizedByDefault(first);
+    if (!first.isNvfp4() && !fromDense)
       return denseWeight(tensorNames, partRows, first.inFeatures, experts, first.dtype, absMax);
+    if (fromDense) {
+      // ModelOpt's recipe: one global scale per tensor, amax / (6 * 448).
+      scales.clear();
+      for (const auto &parts : perExpert)
+        for (const Linear *l : parts) {
+          float amax = maxAbs(l->weight);
+          scales.push_back(amax > 0.0f ? amax / (6.0f * 448.0f) : 1.0f);
+        }
+    }
 
     if (!m_.hasWeights()) // config only: the scales are not known yet
       for (float &s : scales)
@@ -178,7 +190,8 @@ private:
     auto w = b_.create<ir::Nvfp4WeightOp>(
         at(tensorNames.front()), packedType, scaleType, names(tensorNames),
         b_.getDenseI64ArrayAttr(partRows), b_.getDenseF32ArrayAttr(scales),
-        b_.getI64IntegerAttr(experts), ArrayAttr());
+        b_.getI64IntegerAttr(experts), ArrayAttr(),
+        fromDense ? b_.getUnitAttr() : UnitAttr());
     auto d = b_.create<ir::DequantOp>(at(tensorNames.front()),
                                       RankedTensorType::get(logical, act_), w.getPacked(),
                                       w.getScales(), b_.getDenseF32ArrayAttr(scales),

@@ -27,6 +27,9 @@ struct ImportOptions {
   /// Read dense weights to record their largest magnitude (`max_abs`), which
   /// dtype legalisation checks against FP16's range. Needs the weights.
   bool readWeightRanges = true;
+  /// Quantize dense linears to NVFP4 (`weights: {quantize: nvfp4}`): all but
+  /// the router, shared-expert gate and LM head, as ModelOpt's recipes do.
+  bool quantizeNvfp4 = false;
 };
 
 /// Registers the dialects an imported module uses.

@@ -2,6 +2,7 @@
 #include "compiler/pack/WeightPacker.h"
 
 #include "runtime/numerics/Half.h"
+#include "runtime/numerics/Nvfp4.h"
 #include "runtime/support/Strings.h"
 
 #include <xxhash.h>
@@ -51,10 +52,9 @@ PartSlice sliceOf(const WeightSpec &spec, size_t part, int rank) {
 
 std::string shapeText(const model::Tensor &t) { return model::formatShape(t.shape()); }
 
-/// Appends rows [rowStart, +rows) x cols [colStart, +cols) of a dense
-/// tensor, converted to FP16 or FP32.
-Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes,
-                   std::vector<uint8_t> &out) {
+/// Rows [rowStart, +rows) x cols [colStart, +cols) of a dense tensor, as
+/// FP32.
+Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s) {
   std::vector<int64_t> want = s.cols ? std::vector<int64_t>{s.fullRows, s.fullCols}
                                      : std::vector<int64_t>{s.fullRows};
   if (t.shape() != want)
@@ -67,29 +67,42 @@ Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes,
                  " cannot be converted to a dense kernel weight");
   auto data = t.data();
   int64_t cols = s.cols ? s.cols : 1, fullCols = s.cols ? s.fullCols : 1;
-  size_t base = out.size();
-  out.resize(base + static_cast<size_t>(s.rows * cols * elementBytes));
-  uint8_t *dst = out.data() + base;
+  std::vector<float> values(static_cast<size_t>(s.rows * cols));
+  float *dst = values.data();
   for (int64_t r = 0; r < s.rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       size_t index = static_cast<size_t>((s.rowStart + r) * fullCols + s.colStart + c);
       const uint8_t *src = data.data() + index * srcSize;
-      float v;
       if (t.dtype() == model::DType::F32) {
-        std::memcpy(&v, src, 4);
+        std::memcpy(dst, src, 4);
       } else {
         uint16_t h;
         std::memcpy(&h, src, 2);
-        v = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+        *dst = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
       }
-      if (elementBytes == 4) {
-        std::memcpy(dst, &v, 4);
-      } else {
-        uint16_t h = floatToHalf(v);
-        std::memcpy(dst, &h, 2);
-      }
-      dst += elementBytes;
+      ++dst;
     }
+  }
+  return values;
+}
+
+/// Appends a dense slice converted to FP16 or FP32.
+Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes,
+                   std::vector<uint8_t> &out) {
+  auto values = readDense(t, s);
+  if (!values)
+    return values.error();
+  size_t base = out.size();
+  out.resize(base + values->size() * static_cast<size_t>(elementBytes));
+  uint8_t *dst = out.data() + base;
+  for (float v : *values) {
+    if (elementBytes == 4) {
+      std::memcpy(dst, &v, 4);
+    } else {
+      uint16_t h = floatToHalf(v);
+      std::memcpy(dst, &h, 2);
+    }
+    dst += elementBytes;
   }
   return Status::success();
 }
@@ -117,6 +130,24 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
     for (size_t p = 0; p < parts; ++p) {
       const std::string &name = spec.names[static_cast<size_t>(e) * parts + p];
       PartSlice s = sliceOf(spec, p, rank);
+      if (spec.nvfp4 && spec.fromDense) {
+        // Quantized here, with the part's global scale; blocks of 16 along
+        // K never straddle a column split (splits are whole blocks).
+        const model::Tensor *t = ckpt.find(name);
+        if (!t)
+          return Error("weight entry '" + spec.name + "': tensor '" + name +
+                       "' is not in the checkpoint");
+        PartSlice dense = s;
+        auto values = readDense(*t, dense);
+        if (!values)
+          return values.error();
+        size_t index = static_cast<size_t>(e) * parts + p;
+        float global = index < spec.globalScales.size() ? spec.globalScales[index] : 1.0f;
+        nvfp4::Quantized q = nvfp4::quantizeWithGlobalScale(*values, s.rows, s.cols, global);
+        out.insert(out.end(), q.packed.begin(), q.packed.end());
+        scales.insert(scales.end(), q.scales.begin(), q.scales.end());
+        continue;
+      }
       if (!spec.nvfp4) {
         const model::Tensor *t = ckpt.find(name);
         if (!t)

@@ -44,6 +44,10 @@ struct WeightSpec {
   int64_t experts = 0;
   /// One per part (empty: replicated).
   std::vector<Shard> shards;
+  /// NVFP4 entries quantized here from dense tensors (`names` are tensor
+  /// names), each part with its global scale from `globalScales`.
+  bool fromDense = false;
+  std::vector<float> globalScales;
 };
 
 /// Where an entry landed in the pack.

@@ -98,6 +98,9 @@ pack::WeightSpec specOf(vx::WeightOp w) {
   s.elementBytes = w.getDtype().isF32() ? 4 : 2;
   s.shape.assign(w.getShape().begin(), w.getShape().end());
   s.experts = w.getExperts();
+  s.fromDense = w.getFromDense();
+  if (auto g = w.getGlobalScales())
+    s.globalScales.assign(g->begin(), g->end());
   if (auto shards = w.getShards())
     for (Attribute a : *shards) {
       auto shard = cast<volt::ir::ShardAttr>(a);

@@ -94,6 +94,15 @@ const std::vector<Field<DeploySpec>> &deploySpecFields() {
                       "reuse the KV-cache blocks of prompt prefixes that requests share",
                       [](S &s, bool v) { s.enablePrefixCaching = v; })
           .byDefault(false),
+      choiceField<S>("residual_dtype",
+                     "dtype of the residual stream, the running sum of the layers' outputs; "
+                     "fp32 costs activation memory and bandwidth, and keeps long sums exact "
+                     "to more bits (activations are fp16 either way)",
+                     {"fp16", "fp32"},
+                     [](S &s, const std::string &v) {
+                       s.residualDtype = v == "fp32" ? ResidualDtype::Fp32 : ResidualDtype::Fp16;
+                     })
+          .byDefault(std::string("fp16")),
   };
   return fields;
 }

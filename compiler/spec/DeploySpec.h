@@ -36,6 +36,10 @@ struct KvCacheConfig {
   int blockSize = 16;
 };
 
+/// The dtype of the residual stream (the running sum of the layers'
+/// outputs); activations are FP16 either way.
+enum class ResidualDtype { Fp16, Fp32 };
+
 struct WeightsConfig {
   WeightQuantization quantize = WeightQuantization::None;
 };
@@ -63,6 +67,7 @@ struct DeploySpec {
   /// The name clients use; defaults to the model directory's name.
   std::string servedModelName;
   bool enablePrefixCaching = false;
+  ResidualDtype residualDtype = ResidualDtype::Fp16;
 };
 
 struct DeploySpecOptions {

@@ -181,7 +181,8 @@ LogicalResult Lowering::lowerWeight(Operation *op) {
       loc(), vx::BufferType::get(ctx()), b_.getStringAttr(name), names, partRows,
       b_.getStringAttr(nvfp4 ? "nvfp4" : "dense"), TypeAttr::get(dtype),
       b_.getDenseI64ArrayAttr(shape), b_.getI64IntegerAttr(experts),
-      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards);
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards,
+      nvfp4 && cast<vi::Nvfp4WeightOp>(op).getFromDense() ? b_.getUnitAttr() : UnitAttr());
   for (Value r : op->getResults())
     buffers_[r] = w;
   return success();

@@ -56,7 +56,9 @@ def Volt_Nvfp4WeightOp : Volt_Op<"nvfp4_weight", [Pure]> {
     per byte along K (the even element in the low nibble), `scales` one E4M3
     scale per 16 elements along K, and `global_scales` the FP32 multiplier of
     each name (part, per expert), in volt's convention (compressed-tensors'
-    divisors are inverted on import).
+    divisors are inverted on import). With `from_dense`, the names are dense
+    checkpoint tensors that the weight packer quantizes to NVFP4 with these
+    global scales (`weights: {quantize: nvfp4}` in the spec).
 
     ```mlir
     %p, %s = volt.nvfp4_weight {names = ["model.layers.0.self_attn.o_proj"],
@@ -67,7 +69,7 @@ def Volt_Nvfp4WeightOp : Volt_Op<"nvfp4_weight", [Pure]> {
   let arguments = (ins StrArrayAttr:$names, DenseI64ArrayAttr:$part_rows,
                        DenseF32ArrayAttr:$global_scales,
                        DefaultValuedAttr<I64Attr, "0">:$experts,
-                       OptionalAttr<ArrayAttr>:$shards);
+                       OptionalAttr<ArrayAttr>:$shards, UnitAttr:$from_dense);
   let results = (outs Volt_PackedTensor:$packed, Volt_ScaleTensor:$scales);
   let assemblyFormat = "attr-dict `:` type($packed) `,` type($scales)";
   let hasVerifier = 1;

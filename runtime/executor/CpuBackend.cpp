@@ -2,6 +2,7 @@
 #include "runtime/executor/CpuBackend.h"
 
 #include "runtime/cpu/Ops.h"
+#include "runtime/numerics/Half.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -47,6 +48,8 @@ struct CpuBackend::RankState {
   std::unique_ptr<cpu::ThreadPool> pool;
   /// Where ranks other than 0 write step outputs (only rank 0's are read).
   std::vector<float> outputScratch;
+  /// FP16 rows on their way to an FP32 buffer.
+  std::vector<uint16_t> scratch;
 };
 
 Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &loaded,
@@ -243,11 +246,21 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     const plan::OpParams *pm = op->params();
     unsigned n = ops->size();
     switch (op->kind()) {
-    case OpKind::Embedding:
-      cpu::embedding({T, pm->dim(), pm->vocab_start(),
-                      pm->vocab_rows() ? pm->vocab_rows() : weight(at(1))->shape()->Get(0)},
-                     i32(at(0)), f16(at(1)), f16(at(2)), pool);
+    case OpKind::Embedding: {
+      cpu::EmbeddingParams e{T, pm->dim(), pm->vocab_start(),
+                             pm->vocab_rows() ? pm->vocab_rows() : weight(at(1))->shape()->Get(0)};
+      if (dtype(at(2)) == cpu::DType::F16) {
+        cpu::embedding(e, i32(at(0)), f16(at(1)), f16(at(2)), pool);
+        break;
+      }
+      // An FP32 residual stream starts with the (exactly widened) rows.
+      rs.scratch.resize(static_cast<size_t>(T * pm->dim()));
+      cpu::embedding(e, i32(at(0)), f16(at(1)), rs.scratch.data(), pool);
+      float *out = reinterpret_cast<float *>(pointer(at(2)));
+      for (size_t i = 0; i < rs.scratch.size(); ++i)
+        out[i] = halfToFloat(rs.scratch[i]);
       break;
+    }
     case OpKind::RmsNorm:
       cpu::rmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0))}, pointer(at(0)),
                    f16(at(1)), f16(at(2)), pool);

@@ -194,3 +194,60 @@ TEST(Runtime, RequestsBeyondTheLimitsAreRejected) {
 
 } // namespace
 } // namespace volt
+
+namespace volt {
+namespace {
+
+double correlation(const std::vector<float> &a, const std::vector<float> &b) {
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ma += a[i];
+    mb += b[i];
+  }
+  ma /= a.size();
+  mb /= b.size();
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return sab / std::sqrt(saa * sbb);
+}
+
+TEST(Runtime, QuantizingAnUnquantizedCheckpointToNvfp4) {
+  // weights: {quantize: nvfp4} quantizes the BF16 linears at compile time;
+  // the logits stay close to the BF16 plan's (NVFP4 rounding, not a
+  // different model), and the packs shrink.
+  testing::PlanRequest dense;
+  dense.family = "llama";
+  dense.format = mkmodel::Format::BF16;
+  testing::PlanRequest quantized = dense;
+  quantized.extra = "weights: {quantize: nvfp4}\n";
+  auto densePlan = testing::compilePlan(dense), quantizedPlan = testing::compilePlan(quantized);
+  std::vector<int32_t> ids = prompt(20, 3);
+  double r = correlation(prefillLogits(densePlan, ids), prefillLogits(quantizedPlan, ids));
+  EXPECT_GT(r, 0.9) << "correlation of BF16 and NVFP4 logits";
+  EXPECT_LT(r, 1.0) << "the quantized plan must differ from the dense one";
+  EXPECT_LT(std::filesystem::file_size(quantizedPlan.parent_path() / "weights.rank0.bin"),
+            std::filesystem::file_size(densePlan.parent_path() / "weights.rank0.bin") * 2 / 3);
+}
+
+TEST(Runtime, Fp32ResidualStream) {
+  testing::PlanRequest half;
+  testing::PlanRequest full;
+  full.extra = "residual_dtype: fp32\n";
+  std::vector<int32_t> ids = prompt(20, 4);
+  std::vector<float> a = prefillLogits(testing::compilePlan(half), ids);
+  std::vector<float> b = prefillLogits(testing::compilePlan(full), ids);
+  float scale = 0, worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    scale = std::max(scale, std::fabs(a[i]));
+    worst = std::max(worst, std::fabs(a[i] - b[i]));
+  }
+  EXPECT_GT(worst, 0.0f) << "an FP32 residual stream rounds differently";
+  EXPECT_LE(worst, 0.01f * scale);
+}
+
+} // namespace
+} // namespace volt

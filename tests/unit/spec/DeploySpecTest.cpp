@@ -162,7 +162,7 @@ TEST(DeploySpec, KeysListsNestedKeysDotted) {
         "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache.dtype", "kv_cache.block_size",
         "weights.quantize", "seed", "served_model_name", "enable_prefix_caching"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
-  EXPECT_EQ(keys.size(), 13u);
+  EXPECT_EQ(keys.size(), 14u);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 // A plan or weight pack that is not exactly what the compiler wrote is
 // refused by name, before anything is served from it.
+#include <unistd.h>
 #include "PlanFixture.h"
 
 #include "runtime/executor/CpuBackend.h"
@@ -12,12 +13,25 @@
 namespace volt {
 namespace {
 
+/// This process's scratch folder, removed when it exits.
+std::filesystem::path scratchRoot() {
+  static struct Root {
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("volt-planfile-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } root;
+  return root.path;
+}
+
 /// A copy of a freshly compiled tp=2 plan and its packs, to damage.
 std::filesystem::path copyOfPlan(const std::string &name) {
   testing::PlanRequest r;
   r.tensorParallelSize = 2;
   auto plan = testing::compilePlan(r);
-  auto dir = std::filesystem::temp_directory_path() / ("volt-planfile-" + name);
+  auto dir = scratchRoot() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   for (const char *f : {"plan.vplan", "weights.rank0.bin", "weights.rank1.bin"})
@@ -115,7 +129,7 @@ TEST(PlanFile, PlanForAGpuIsRefusedByTheCpuBackend) {
                                plan::DType::F16, model, limits, tokenizer, 0,
                                b.CreateVector(std::vector<flatbuffers::Offset<plan::Rank>>{rank}));
   plan::FinishPlanBuffer(b, root);
-  auto dir = std::filesystem::temp_directory_path() / "volt-planfile-gpu";
+  auto dir = scratchRoot() / "gpu";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "gpu.vplan", std::ios::binary)
       .write(reinterpret_cast<const char *>(b.GetBufferPointer()),

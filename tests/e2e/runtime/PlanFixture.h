@@ -1,6 +1,7 @@
 // Compiles synthetic models into plans for the runtime's end-to-end tests.
 #pragma once
 
+#include <unistd.h>
 #include "compiler/driver/Compile.h"
 #include "compiler/mkmodel/MkModel.h"
 
@@ -26,13 +27,25 @@ struct PlanRequest {
 /// `request`; returns the plan's path.
 inline std::filesystem::path compilePlan(const PlanRequest &r) {
   static std::map<std::string, std::filesystem::path> cache;
+  // The plans of this process, removed when it exits.
+  static struct Cleanup {
+    std::filesystem::path root;
+    ~Cleanup() {
+      std::error_code ec;
+      if (!root.empty())
+        std::filesystem::remove_all(root, ec);
+    }
+  } cleanup;
   std::string key = r.family + "-" + mkmodel::formatName(r.format) + "-s" + std::to_string(r.seed) +
                     "-tp" + std::to_string(r.tensorParallelSize) + "-n" +
                     std::to_string(r.maxNumSeqs) + "-b" + std::to_string(r.maxNumBatchedTokens) +
                     "-" + std::to_string(std::hash<std::string>{}(r.extra));
   if (auto it = cache.find(key); it != cache.end())
     return it->second;
-  auto root = std::filesystem::temp_directory_path() / "volt-e2e-runtime";
+  // Per process: ctest runs the test cases of this binary in parallel.
+  auto root = std::filesystem::temp_directory_path() /
+              ("volt-e2e-runtime-" + std::to_string(::getpid()));
+  cleanup.root = root;
   std::string modelName = r.family + "-" + mkmodel::formatName(r.format) + "-s" +
                           std::to_string(r.seed);
   auto modelDir = root / "models" / modelName;

@@ -1,6 +1,7 @@
 // Helpers for tests that write model directories and safetensors files.
 #pragma once
 
+#include <unistd.h>
 #include "compiler/model/Safetensors.h"
 
 #include <cstdint>
@@ -13,11 +14,25 @@
 
 namespace volt::model::testing {
 
+/// Removes this process's test directories when it exits.
+struct TempDirs {
+  std::vector<std::filesystem::path> dirs;
+  ~TempDirs() {
+    std::error_code ec;
+    for (const auto &d : dirs)
+      std::filesystem::remove_all(d, ec);
+  }
+};
+
 /// A fresh, empty directory under the system temp folder.
 inline std::filesystem::path freshDir(const std::string &name) {
-  auto dir = std::filesystem::temp_directory_path() / ("volt-test-" + name);
+  static TempDirs cleanup;
+  // Per process: ctest runs test cases of one binary in parallel processes.
+  auto dir = std::filesystem::temp_directory_path() /
+             ("volt-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  cleanup.dirs.push_back(dir);
   return dir;
 }
 

@@ -1,3 +1,4 @@
+#include <unistd.h>
 #include "runtime/support/MappedFile.h"
 
 #include <cstdio>
@@ -9,7 +10,8 @@ namespace volt {
 namespace {
 
 TEST(MappedFile, MapsContents) {
-  auto path = std::filesystem::temp_directory_path() / "volt-mapped-file-test.bin";
+  auto path = std::filesystem::temp_directory_path() /
+              ("volt-mapped-file-test-" + std::to_string(::getpid()) + ".bin");
   {
     std::ofstream out(path, std::ios::binary);
     out << "hello";

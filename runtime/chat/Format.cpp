@@ -156,8 +156,10 @@ std::string printfFormat(Interpreter &in, const std::string &fmt, const Value &a
         char digitsBuf[32];
         std::snprintf(digitsBuf, sizeof digitsBuf, "%llo", magnitude);
         std::string digits = digitsBuf;
-        std::string sign = v < 0 ? "-" : flags.find('+') != std::string::npos ? "+" : "";
-        out += pad(sign + "0o" + digits, width, left);
+        std::string text = v < 0 ? "-" : flags.find('+') != std::string::npos ? "+" : "";
+        text += "0o";
+        text += digits;
+        out += pad(text, width, left);
         break;
       }
       out += cFormat(spec + "ll" + (conv == 'u' || conv == 'i' ? 'd' : conv), v);

@@ -40,7 +40,7 @@ public:
   }
 
   bool has(size_t i) const { return values_[i].has_value(); }
-  Value get(size_t i, Value fallback) const { return values_[i] ? *values_[i] : fallback; }
+  Value get(size_t i, const Value &fallback) const { return values_[i] ? *values_[i] : fallback; }
   /// A required parameter.
   const Value &required(size_t i) const {
     if (!values_[i])

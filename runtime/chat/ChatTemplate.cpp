@@ -167,10 +167,13 @@ Result<ChatTemplate> loadFromModelDir(const std::string &dir, const std::string 
         !entry.contains("template") || !entry["template"].is_string())
       return Error(at + ": expected an object with string fields 'name' and 'template'");
     std::string entryName = entry["name"].get<std::string>();
-    if (entryName == name)
-      return ChatTemplate::parse(entry["template"].get<std::string>(),
-                                 where + " chat_template '" + name + "'");
-    names.push_back("'" + entryName + "'");
+    if (entryName == name) {
+      std::string origin = where;
+      origin += " chat_template '" + name + "'";
+      return ChatTemplate::parse(entry["template"].get<std::string>(), origin);
+    }
+    names.push_back("'" + entryName);
+    names.back() += "'";
   }
   return Error(where + ": field 'chat_template' has no template named '" + name + "' (it has " +
                (names.empty() ? std::string("none") : joinList(names)) + ")");

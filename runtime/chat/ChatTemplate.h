@@ -32,7 +32,8 @@ public:
   /// template sees `messages`, `tools` (none when null), `documents` (none
   /// unless given in `extraContext`), `add_generation_prompt`, and every
   /// key of `extraContext` (bos_token, eos_token, enable_thinking, ...).
-  /// Objects keep their key order, which `tojson` output depends on.
+  /// Objects keep their key order, which `tojson` output depends on (a
+  /// plain nlohmann::json converts implicitly, with its keys sorted).
   Result<std::string> apply(const nlohmann::ordered_json &messages, bool addGenerationPrompt,
                             const nlohmann::ordered_json *tools,
                             const nlohmann::ordered_json &extraContext) const;

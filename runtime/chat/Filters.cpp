@@ -396,7 +396,9 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
   }
   if (name == "last") {
     bind({});
-    if (!(value.isListOrTuple() || value.isString() || value.isDict()))
+    // Undefined reverses as an empty sequence (it has __len__ and
+    // __getitem__), so its last item is undefined, not an error.
+    if (!(value.isListOrTuple() || value.isString() || value.isDict() || value.isUndefined()))
       in.fail("'" + value.typeName() + "' object is not reversible");
     ValueList items = in.iterate(value);
     if (!items.empty())
@@ -495,6 +497,8 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
     BoundArgs a = bind({"default", "base"});
     Value fallback = a.get(0, Value::integer(0));
     int64_t base = a.integer(1, 10);
+    if (value.isUndefined()) // int(Undefined) raises UndefinedError
+      in.failUndefined(value);
     if (value.isString()) {
       if (auto v = parseInt(value.str(), base))
         return Value::integer(*v);
@@ -511,6 +515,8 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
   if (name == "float") {
     BoundArgs a = bind({"default"});
     Value fallback = a.get(0, Value::number(0.0));
+    if (value.isUndefined())
+      in.failUndefined(value);
     if (value.isNumber())
       return Value::number(value.asDouble());
     if (value.isString())
@@ -555,7 +561,12 @@ Value applyFilter(Interpreter &in, const std::string &name, const Value &value,
         width.isString()
             ? width.str()
             : std::string(static_cast<size_t>(std::clamp<int64_t>(a.integer(0, 4), 0, 1024)), ' ');
-    std::string s = soft(value) + "\n";
+    // jinja2 appends "\n" and splits lines, which only strings survive.
+    if (value.isUndefined())
+      in.failUndefined(value);
+    if (!value.isString())
+      in.fail("'" + value.typeName() + "' object has no attribute 'splitlines'");
+    std::string s = value.str() + "\n";
     std::vector<std::string> lines = pySplitLines(s);
     std::string out;
     if (a.flag(2, false)) {

@@ -45,7 +45,9 @@ std::string printfFormat(Interpreter &in, const std::string &fmt, const Value &a
     positional = args.items();
   else
     positional.push_back(args);
-  if (args.isDict())
+  // Python treats anything with __getitem__ that is not a tuple or string
+  // as a mapping (a dict, a list, jinja2's Undefined): unused, it is no error.
+  if (args.isDict() || args.isList() || args.isUndefined())
     mapping = &args;
   size_t next = 0;
   bool usedMapping = false;
@@ -70,6 +72,10 @@ std::string printfFormat(Interpreter &in, const std::string &fmt, const Value &a
         in.fail("incomplete format key");
       if (!mapping)
         in.fail("format requires a mapping");
+      if (mapping->isUndefined())
+        in.failUndefined(*mapping);
+      if (!mapping->isDict())
+        in.fail("list indices must be integers or slices, not str");
       const Value *v = mapping->dict().find(std::string_view(fmt).substr(i + 1, close - i - 1));
       if (!v)
         in.fail("'" + fmt.substr(i + 1, close - i - 1) + "'");
@@ -80,7 +86,7 @@ std::string printfFormat(Interpreter &in, const std::string &fmt, const Value &a
     std::string flags;
     while (i < fmt.size() && std::string_view("-+ 0#").find(fmt[i]) != std::string_view::npos)
       flags += fmt[i++];
-    int64_t width = -1, precision = -1;
+    int64_t width = 0, precision = -1;
     auto number = [&](int64_t &target) {
       if (i < fmt.size() && fmt[i] == '*') {
         Value w = take();
@@ -156,8 +162,10 @@ std::string printfFormat(Interpreter &in, const std::string &fmt, const Value &a
         char digitsBuf[32];
         std::snprintf(digitsBuf, sizeof digitsBuf, "%llo", magnitude);
         std::string digits = digitsBuf;
-        std::string sign = v < 0 ? "-" : flags.find('+') != std::string::npos ? "+" : "";
-        out += pad(sign + "0o" + digits, width, left);
+        std::string text = v < 0 ? "-" : flags.find('+') != std::string::npos ? "+" : "";
+        text += "0o";
+        text += digits;
+        out += pad(text, width, left);
         break;
       }
       out += cFormat(spec + "ll" + (conv == 'u' || conv == 'i' ? 'd' : conv), v);

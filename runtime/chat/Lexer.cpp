@@ -287,13 +287,10 @@ private:
   size_t digitsAt(size_t i, bool (*digit)(char)) const {
     size_t start = i;
     while (i < src_.size()) {
-      if (digit(src_[i])) {
-        ++i;
-      } else if (src_[i] == '_' && i > start && i + 1 < src_.size() && digit(src_[i + 1])) {
-        ++i;
-      } else {
+      bool separator = src_[i] == '_' && i > start && i + 1 < src_.size() && digit(src_[i + 1]);
+      if (!digit(src_[i]) && !separator)
         break;
-      }
+      ++i;
     }
     return i;
   }

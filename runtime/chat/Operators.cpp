@@ -361,6 +361,9 @@ bool Interpreter::contains(const Value &container, const Value &needle) {
 }
 
 Value Interpreter::binary(BinaryOp op, const Value &a, const Value &b) {
+  // str.__mod__ runs before Undefined's reflected operator would.
+  if (op == BinaryOp::Mod && a.isString())
+    return Value::string(printfFormat(*this, a.str(), b));
   if (a.isUndefined())
     failUndefined(a);
   if (b.isUndefined())
@@ -491,8 +494,6 @@ Value Interpreter::binary(BinaryOp op, const Value &a, const Value &b) {
     if (seq->isString() || seq->isListOrTuple())
       fail("can't multiply sequence by non-int of type '" + count->typeName() + "'");
   }
-  if (op == BinaryOp::Mod && a.isString())
-    return Value::string(printfFormat(*this, a.str(), b));
   fail(unsupported());
 }
 

@@ -168,7 +168,7 @@ private:
 
   /// The body of a block up to one of `endTokens`; the end token stays
   /// current unless `dropNeedle`.
-  StmtList parseStatements(const Token &opener, std::vector<std::string> endTokens,
+  StmtList parseStatements(const Token &opener, const std::vector<std::string> &endTokens,
                            bool dropNeedle) {
     Nest nest(*this, opener);
     skipOperator(":");
@@ -176,6 +176,7 @@ private:
     StmtList body = subparse(&endTokens);
     if (current().type == TT::End) {
       std::vector<std::string> quoted;
+      quoted.reserve(endTokens.size());
       for (const std::string &e : endTokens)
         quoted.push_back("'" + e + "'");
       fail(current(), "unexpected end of template: expected " + joinList(quoted, " or ") +

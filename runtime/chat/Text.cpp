@@ -409,12 +409,10 @@ void appendJsonString(std::string &out, std::string_view s, bool ensureAscii) {
     default:
       break;
     }
-    if (c < 0x20) {
+    if (c < 0x20 || (ensureAscii && c >= 0x80 && c < 0x10000)) {
       appendU(c);
     } else if (c < 0x80 || !ensureAscii) {
       out.append(s.substr(start, i - start));
-    } else if (c < 0x10000) {
-      appendU(c);
     } else {
       char32_t v = c - 0x10000;
       appendU(0xD800 + (v >> 10));

@@ -58,16 +58,16 @@ const Json &tools() {
   return t;
 }
 
-void BM_Parse(benchmark::State &state) {
+void benchParse(benchmark::State &state) {
   std::string text = source(static_cast<int>(state.range(0)));
-  for (auto _ : state) {
+  for (auto _ : state) { // NOLINT(clang-analyzer-deadcode.DeadStores)
     auto t = ChatTemplate::parse(text, "bench");
     benchmark::DoNotOptimize(t);
   }
   state.SetLabel(kTemplates[state.range(0)]);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
 }
-BENCHMARK(BM_Parse)->DenseRange(0, 3);
+BENCHMARK(benchParse)->DenseRange(0, 3);
 
 void render(benchmark::State &state, int turns, bool tooling) {
   auto t = ChatTemplate::parse(source(static_cast<int>(state.range(0))), "bench");
@@ -78,7 +78,7 @@ void render(benchmark::State &state, int turns, bool tooling) {
   Json messages = conversation(turns, tooling);
   Json extra = {{"bos_token", "<s>"}, {"eos_token", "</s>"}};
   size_t bytes = 0;
-  for (auto _ : state) {
+  for (auto _ : state) { // NOLINT(clang-analyzer-deadcode.DeadStores)
     auto out = t->apply(messages, true, tooling ? &tools() : nullptr, extra);
     if (!out.ok()) {
       state.SkipWithError(out.message().c_str());
@@ -91,14 +91,14 @@ void render(benchmark::State &state, int turns, bool tooling) {
                  " bytes out");
 }
 
-void BM_RenderShortChat(benchmark::State &state) { render(state, 1, false); }
-BENCHMARK(BM_RenderShortChat)->DenseRange(0, 3);
+void benchRenderShortChat(benchmark::State &state) { render(state, 1, false); }
+BENCHMARK(benchRenderShortChat)->DenseRange(0, 3);
 
-void BM_RenderToolCall(benchmark::State &state) { render(state, 1, true); }
-BENCHMARK(BM_RenderToolCall)->DenseRange(0, 3);
+void benchRenderToolCall(benchmark::State &state) { render(state, 1, true); }
+BENCHMARK(benchRenderToolCall)->DenseRange(0, 3);
 
-void BM_Render100Turns(benchmark::State &state) { render(state, 50, false); }
-BENCHMARK(BM_Render100Turns)->DenseRange(0, 3);
+void benchRender100Turns(benchmark::State &state) { render(state, 50, false); }
+BENCHMARK(benchRender100Turns)->DenseRange(0, 3);
 
 } // namespace
 

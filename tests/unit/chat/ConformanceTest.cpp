@@ -52,7 +52,10 @@ TEST(ChatConformance, MatchesPythonJinja2) {
     std::string name = c["template"].get<std::string>();
     auto it = templates.find(name);
     if (it == templates.end()) {
-      auto parsed = ChatTemplate::parse(readText(kDir + "templates/" + name), name);
+      std::string path = kDir;
+      path += "templates/";
+      path += name;
+      auto parsed = ChatTemplate::parse(readText(path), name);
       ASSERT_TRUE(parsed.ok()) << parsed.message();
       parsed->setFixedTime(fixedNow());
       it = templates.emplace(name, std::move(*parsed)).first;

@@ -111,6 +111,10 @@ TEST(ChatRender, UndefinedFollowsJinja2) {
   EXPECT_EQ(renderError("{{ -missing }}"), "chat template:1:4: 'missing' is undefined");
   EXPECT_EQ(renderError("{{ l[9].x }}", {{"l", {1}}}),
             "chat template:1:8: list object has no element 9");
+  EXPECT_EQ(renderError("{{ missing | float }}"), "chat template:1:14: 'missing' is undefined");
+  EXPECT_EQ(renderError("{{ missing | int }}"), "chat template:1:14: 'missing' is undefined");
+  EXPECT_EQ(renderError("{{ [1] | indent }}"),
+            "chat template:1:10: 'list' object has no attribute 'splitlines'");
   // An if-expression without else is undefined when false.
   EXPECT_EQ(render("[{{ 'x' if false }}]"), "[]");
 }

@@ -21,7 +21,8 @@ struct RenderCase {
   const char *expected;
 };
 
-void PrintTo(const RenderCase &c, std::ostream *os) { *os << c.source; }
+// GoogleTest finds this by name to print a case.
+void PrintTo(const RenderCase &c, std::ostream *os) { *os << c.source; } // NOLINT
 
 const RenderCase kCases[] = {
 #include "tests/unit/chat/RenderCases.inc"

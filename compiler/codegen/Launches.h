@@ -1,0 +1,154 @@
+//===- Launches.h - how each plan op runs on the GPU ------------*- C++ -*-===//
+//
+// For one op of a step program and the kernel variants kernel selection
+// chose for it, the launches the cuda backend runs: which kernel (a
+// template instantiated with this op's shapes), the grid as a function of
+// the step's token and sequence counts, the block size, dynamic shared
+// memory, and the argument list in the order the template's entry point
+// declares it. This is the one place that knows both the plan's operand
+// order per OpKind (runtime/schema/plan.fbs) and each template's signature.
+//
+// Plain structs in and out: the vexec adapter (PlanKernels.h) and the
+// tests fill them; nothing here sees MLIR or the FlatBuffer.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/codegen/BuildKernels.h"
+#include "compiler/codegen/KernelSource.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace volt::codegen {
+
+/// Where an operand lives; the values of volt.plan.OperandKind.
+enum class OperandKind : uint8_t { Arena = 0, Weight = 1, Input = 2, Output = 3, KvCache = 4 };
+
+/// One operand of an op, with the facts its launches depend on.
+struct OperandInfo {
+  OperandKind kind = OperandKind::Arena;
+  uint32_t index = 0;
+  /// Arena buffers: FP32 elements (else FP16 or I32), and one row per
+  /// sequence rather than per token (what follows GatherRows).
+  bool f32 = false;
+  bool perSequence = false;
+  /// Weights: logical shape, rows of each fused part, global scales
+  /// (experts x parts), NVFP4 or dense FP16.
+  std::vector<int64_t> shape;
+  std::vector<uint32_t> partRows;
+  std::vector<float> globalScales;
+  bool nvfp4 = false;
+};
+
+/// OpParams, by the plan's field names.
+struct OpParamValues {
+  int64_t dim = 0, outFeatures = 0;
+  float eps = 1e-6f;
+  int64_t vocabStart = 0, vocabRows = 0;
+  int64_t numHeads = 0, numKvHeads = 0, headDim = 0;
+  float ropeTheta = 10000.0f;
+  int64_t layer = 0;
+  int64_t numExperts = 0, topK = 0;
+  bool renormalize = false, gatherTokens = false, accumulate = false;
+  bool outF32 = false;
+  bool siluEpilogue = false;
+};
+
+struct OpInfo {
+  /// The plan OpKind's name ("QLinear").
+  std::string kind;
+  /// Where the op comes from, for messages.
+  std::string name;
+  std::vector<OperandInfo> operands;
+  OpParamValues params;
+};
+
+/// One kernel variant as kernel selection recorded it.
+struct Variant {
+  int64_t maxTokens = 0;
+  std::string kernel;
+  std::map<std::string, int64_t> config;
+};
+
+/// Step-program facts launches need besides the op.
+struct ProgramInfo {
+  /// KV cache geometry of one layer (the cuda backend stores each layer's
+  /// K blocks, then its V blocks).
+  uint32_t kvBlocks = 0, kvBlockSize = 0, kvHeads = 0, headDim = 0;
+  uint32_t maxBlocksPerSeq = 0;
+  uint32_t maxNumBatchedTokens = 0;
+  /// Rank r's first vocabulary row is r * vocabRows for vocab-parallel
+  /// embeddings; launches are planned per rank.
+  uint32_t rank = 0;
+
+  uint64_t kvLayerBytes() const { return uint64_t{kvBlocks} * kvBlockSize * kvHeads * headDim * 2; }
+};
+
+/// ceil((perToken * T + perSeq * S + fixed) / divisor), as plan.GridDim.
+struct GridRule {
+  uint32_t perToken = 0, perSeq = 0, fixed = 1, divisor = 1;
+
+  static GridRule tokens(uint32_t perBlock = 1) { return {1, 0, 0, perBlock}; }
+  static GridRule one() { return {0, 0, 1, 1}; }
+  uint64_t at(uint64_t t, uint64_t s) const {
+    return (perToken * t + perSeq * s + fixed + divisor - 1) / divisor;
+  }
+};
+
+/// plan.Arg.
+struct LaunchArg {
+  enum class Kind : uint8_t { Pointer = 0, I32 = 1, F32 = 2, TokenCount = 3, SeqCount = 4 };
+  Kind kind = Kind::I32;
+  OperandKind operandKind = OperandKind::Arena;
+  uint32_t operandIndex = 0;
+  uint64_t offset = 0;
+  int32_t i32 = 0;
+  float f32 = 0;
+
+  static LaunchArg pointer(const OperandInfo &o, uint64_t offset = 0);
+  static LaunchArg i32Value(int32_t v);
+  static LaunchArg f32Value(float v);
+  static LaunchArg tokenCount();
+  static LaunchArg seqCount();
+};
+
+struct PlannedLaunch {
+  uint32_t maxTokens = 0;
+  /// Index into the registry's requests.
+  size_t kernel = 0;
+  GridRule grid[3] = {GridRule::one(), GridRule::one(), GridRule::one()};
+  uint32_t block[3] = {1, 1, 1};
+  uint32_t sharedBytes = 0;
+  std::vector<LaunchArg> args;
+};
+
+/// The distinct kernels a program needs, in first-use order.
+class KernelRegistry {
+public:
+  /// The index of `request`, added when new.
+  size_t add(const KernelRequest &request);
+  const std::vector<KernelRequest> &requests() const { return requests_; }
+
+private:
+  std::vector<KernelRequest> requests_;
+  std::map<std::string, size_t> byKey_;
+};
+
+/// The launches of `op` for its `variants` (sorted by maxTokens), adding
+/// their kernels to `registry`. Collectives (AllReduce, AllGather) have no
+/// launches: the backend runs them with NCCL. An op whose operands or
+/// shapes a template cannot serve is an error naming the op.
+Result<std::vector<PlannedLaunch>> planLaunches(const OpInfo &op,
+                                                const std::vector<Variant> &variants,
+                                                const ProgramInfo &program,
+                                                const TargetInfo &target, KernelRegistry &registry);
+
+/// Where the block scales of an NVFP4 weight entry start in its pack entry
+/// (compiler/pack: the packed elements, aligned to 256 bytes).
+uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape);
+
+} // namespace volt::codegen

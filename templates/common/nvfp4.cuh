@@ -1,0 +1,60 @@
+// templates/common/nvfp4.cuh - NVFP4 to FP16 by bit operations.
+//
+// Volta has no FP4 or FP8 conversion instructions. Both NVFP4 formats map
+// into FP16's fields with a mask and a shift (shared/reference/V100.md):
+//
+//   E2M1 nibble in bits 12-15 of a half: (q & 0x8000) | ((q & 0x7000) >> 3)
+//     gives the element's value x 2^-14 (FP16 subnormals cover its own);
+//   E4M3 byte in bits 8-15 of a half: (q & 0x8000) | ((q & 0x7F00) >> 1)
+//     gives the scale's value x 2^-8; one FP16 multiply by 2^8 restores it
+//     exactly (448 stays 448).
+//
+// The element (x 2^-14) times the restored block scale is an exact FP16
+// product (at most 6 significant bits, between 2^-24 and 0.164), the
+// kernels multiply it by FP16 activations on tensor cores with FP32
+// accumulation (exact products), and apply 2^14 x the part's global scale to
+// the FP32 sum: the cpu backend's values, up to summation order.
+//
+// This header is plain C++ apart from mulHalf2, so the host tests compile
+// it and check the decoders bit for bit against runtime/numerics/Nvfp4.h.
+#pragma once
+
+#include "common/volt.cuh"
+
+namespace volt {
+
+/// The FP16 bits of 2^8, the E4M3 conversion's correction.
+constexpr u32 kHalf2Two8 = 0x5C005C00u;
+
+/// Eight E2M1 codes (element i in bits 4i..4i+3 of `q`, the canonical
+/// packing) to FP16 pairs x 2^-14: out[i] holds element i in its low half
+/// and element i + 4 in its high half.
+VOLT_HD void decodeE2M1x8(u32 q, u32 (&out)[4]) {
+  // Element i reaches bits 12-15 (and i + 4 bits 28-31) after a shift by
+  // 4 * (3 - i).
+  for (int i = 0; i < 4; ++i) {
+    u32 t = q << (4 * (3 - i));
+    out[i] = (t & 0x80008000u) | ((t & 0x70007000u) >> 3);
+  }
+}
+
+/// One E4M3 scale byte, in both halves, as FP16 x 2^-8 (before the 2^8
+/// correction).
+VOLT_HD u32 decodeE4M3Pair(u32 scaleByte) {
+  u32 t = (scaleByte << 8) | (scaleByte << 24);
+  return (t & 0x80008000u) | ((t & 0x7F007F00u) >> 1);
+}
+
+/// (low half of a, low half of b) and (high half of a, high half of b):
+/// how activation pairs are regrouped to match decodeE2M1x8's pairs.
+VOLT_HD u32 lowHalves(u32 a, u32 b) { return (a & 0xFFFFu) | (b << 16); }
+VOLT_HD u32 highHalves(u32 a, u32 b) { return (a >> 16) | (b & 0xFFFF0000u); }
+
+#if defined(__CUDACC__)
+/// The block scale of one byte as an exact FP16 pair.
+VOLT_DEVICE u32 blockScalePair(u32 scaleByte) {
+  return mulHalf2(decodeE4M3Pair(scaleByte), kHalf2Two8);
+}
+#endif
+
+} // namespace volt

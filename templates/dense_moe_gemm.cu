@@ -1,0 +1,35 @@
+// templates/dense_moe_gemm.cu - MoeGroupedLinear at prefill sizes: the FP16
+// GEMMs of all experts in one launch. Launch and constants as
+// nvfp4_moe_gemm, without the epilogue scales.
+#include "common/gemm.cuh"
+#include "common/moe.cuh"
+
+using namespace volt;
+using Config = gemm::Config<false, VOLT_K, VOLT_N, VOLT_TILE_M, VOLT_TILE_N, VOLT_STAGES, VOLT_SILU,
+                            false, false, 1, 0, 0, 0>;
+static_assert(Config::Threads == VOLT_THREADS, "block size");
+
+extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
+    dense_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u16 *weight,
+                   u16 *out, int tokens) {
+  extern __shared__ __align__(16) u16 shared[];
+  int group = 0;
+  const int expert =
+      moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);
+  if (expert < 0)
+    return;
+  const int first = expertStarts[expert] + group * Config::TileM;
+  gemm::TileIo io;
+  io.weights = reinterpret_cast<const u8 *>(weight);
+  io.blockScales = nullptr;
+  io.expert = expert;
+  io.tokens = min(expertStarts[expert + 1] - first, Config::TileM);
+  auto actRow = [=](int m) {
+    const int j = first + m;
+    const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;
+    return in + static_cast<i64>(source) * Config::K;
+  };
+  auto outRow = [=](int m) { return first + m; };
+  auto noScales = [](int, int) { return 1.0f; };
+  gemm::runTile<Config>(blockIdx.x, io, actRow, outRow, noScales, nullptr, out, shared);
+}

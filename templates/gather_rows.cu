@@ -1,0 +1,23 @@
+// templates/gather_rows.cu - GatherRows: out[s] = in[rows[s]] (each
+// sequence's last token before the LM head). Exact copies.
+// Constants: DIM, ELEMENT_BYTES (2 or 4). Launch: grid.x = S, THREADS.
+#include "common/volt.cuh"
+
+using namespace volt;
+
+extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
+    gather_rows(const u8 *in, const int *rows, u8 *out, int count) {
+  const int s = blockIdx.x;
+  if (s >= count)
+    return;
+  constexpr int kBytes = VOLT_DIM * VOLT_ELEMENT_BYTES;
+  const u8 *src = in + static_cast<i64>(rows[s]) * kBytes;
+  u8 *dst = out + static_cast<i64>(s) * kBytes;
+  if (kBytes % 16 == 0) {
+    for (int i = threadIdx.x; i < kBytes / 16; i += VOLT_THREADS)
+      store16(dst + 16 * i, loadReadOnly16(src + 16 * i));
+  } else {
+    for (int i = threadIdx.x; i < kBytes; i += VOLT_THREADS)
+      dst[i] = src[i];
+  }
+}

@@ -1,0 +1,45 @@
+// templates/nvfp4_moe_gemm.cu - MoeGroupedQLinear at prefill sizes: the
+// NVFP4 GEMMs of all experts in one launch.
+//
+// grid.y counts (expert, token tile) groups over the experts in order:
+// sum over e of ceil(rows_e / TILE_M) <= (T * TOP_K + EXPERTS * (TILE_M - 1))
+// / TILE_M, the grid's bound; blocks past the last group exit. Rows of `out`
+// are the sorted pairs; pair j reads in[order[j] / TOP_K] with GATHER,
+// in[j] without. Constants: as nvfp4_gemm, plus EXPERTS, TOP_K, GATHER.
+#include "common/gemm.cuh"
+#include "common/moe.cuh"
+
+using namespace volt;
+using Config =
+    gemm::Config<true, VOLT_K, VOLT_N, VOLT_TILE_M, VOLT_TILE_N, VOLT_STAGES, VOLT_SILU, false,
+                 false, VOLT_PARTS, VOLT_PART_END0, VOLT_PART_END1, VOLT_PART_END2>;
+static_assert(Config::Threads == VOLT_THREADS, "block size");
+
+struct EpilogueScales {
+  float v[VOLT_EXPERTS * VOLT_PARTS];
+};
+
+extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
+    nvfp4_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u8 *packed,
+                   const u8 *blockScales, u16 *out, int tokens, EpilogueScales scales) {
+  extern __shared__ __align__(16) u16 shared[];
+  int group = 0;
+  const int expert =
+      moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);
+  if (expert < 0)
+    return;
+  const int first = expertStarts[expert] + group * Config::TileM;
+  gemm::TileIo io;
+  io.weights = packed;
+  io.blockScales = blockScales;
+  io.expert = expert;
+  io.tokens = min(expertStarts[expert + 1] - first, Config::TileM);
+  auto scaleOf = [&](int e, int part) { return scales.v[e * VOLT_PARTS + part]; };
+  auto actRow = [=](int m) {
+    const int j = first + m;
+    const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;
+    return in + static_cast<i64>(source) * Config::K;
+  };
+  auto outRow = [=](int m) { return first + m; };
+  gemm::runTile<Config>(blockIdx.x, io, actRow, outRow, scaleOf, nullptr, out, shared);
+}

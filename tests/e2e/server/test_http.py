@@ -1,0 +1,407 @@
+"""volt-serve's HTTP behaviour at the wire level (http.client, no OpenAI
+client): every error path with its status, OpenAI error shape and the field
+it names; limits (body size, concurrency, queue, timeout); authentication;
+/health, /metrics, /tokenize, /detokenize, /version; the access log; and
+graceful shutdown.
+"""
+
+import http.client
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+# Long enough to still be running while a test does something else: 2000
+# tokens past EOS take the tiny plan about a second.
+LONG = {"prompt": "Hello", "max_tokens": 2000, "ignore_eos": True}
+
+
+def check_error(test, status, body, expected_status, param=None, contains=None, code=None):
+    test.assertEqual(status, expected_status, body)
+    test.assertIsInstance(body, dict, body)
+    test.assertEqual(set(body), {"error"})
+    err = body["error"]
+    test.assertEqual(set(err), {"message", "type", "param", "code"})
+    test.assertTrue(err["message"] and err["message"][0].islower() or not err["message"][0].isalpha(),
+                    err["message"])
+    if param is not None:
+        test.assertEqual(err["param"], param, err)
+    if contains is not None:
+        test.assertIn(contains, err["message"])
+    if code is not None:
+        test.assertEqual(err["code"], code, err)
+
+
+def read_event(resp):
+    """Reads one whole server-sent event (up to its blank line)."""
+    lines = []
+    while True:
+        line = resp.readline()
+        if not line:
+            raise AssertionError("the stream ended early")
+        if line == b"\n":
+            return b"".join(lines)
+        lines.append(line)
+
+
+def open_stream(port, path, body):
+    """Starts a streaming request; returns (connection, response) after the
+    headers."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", path, body=json.dumps(dict(body, stream=True)),
+                 headers={"Content-Type": "application/json"})
+    return conn, conn.getresponse()
+
+
+class ErrorsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.Server("--max-body-bytes", "16384")
+        cls.server.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def completion(self, body):
+        status, _, parsed = self.server.post("/v1/completions", body)
+        return status, parsed
+
+    def chat(self, body):
+        status, _, parsed = self.server.post("/v1/chat/completions", body)
+        return status, parsed
+
+    def test_malformed_json(self):
+        for raw in ["{", "{\"prompt\": }", "nul", "\"x\"", "[1]", ""]:
+            status, _, data = self.server.request("POST", "/v1/completions", raw)
+            check_error(self, status, json.loads(data), 400)
+        status, _, data = self.server.request("POST", "/v1/completions", "{\"prompt\": \"\xff\"}"
+                                              .encode("latin-1"))
+        check_error(self, status, json.loads(data), 400, contains="not valid JSON")
+
+    def test_unknown_fields(self):
+        s, b = self.completion({"prompt": "x", "temprature": 0.5})
+        check_error(self, s, b, 400, param="temprature", contains="did you mean temperature")
+        s, b = self.chat({"messages": [{"role": "user", "content": "x"}], "foo": 1})
+        check_error(self, s, b, 400, param="foo", contains="unrecognized request argument")
+        s, b = self.completion({"prompt": "x", "stream": True,
+                                "stream_options": {"include_usage": True, "x": 1}})
+        check_error(self, s, b, 400, param="stream_options.x")
+
+    def test_wrong_types(self):
+        cases = [
+            ({"prompt": 5}, "prompt"),
+            ({"prompt": "x", "max_tokens": "5"}, "max_tokens"),
+            ({"prompt": "x", "max_tokens": 2.5}, "max_tokens"),
+            ({"prompt": "x", "temperature": "hot"}, "temperature"),
+            ({"prompt": "x", "stream": 1}, "stream"),
+            ({"prompt": "x", "stop": 3}, "stop"),
+            ({"prompt": "x", "logit_bias": []}, "logit_bias"),
+            ({"prompt": "x", "seed": "1"}, "seed"),
+            ({"prompt": ["a", 1]}, "prompt"),
+            ({"prompt": [[1, 2], "a"]}, "prompt[1]"),
+        ]
+        for body, param in cases:
+            s, b = self.completion(body)
+            check_error(self, s, b, 400, param=param)
+
+    def test_invalid_values(self):
+        cases = [
+            ({"temperature": -1}, "temperature"),
+            ({"top_p": 0}, "top_p"),
+            ({"top_p": 1.5}, "top_p"),
+            ({"top_k": -2}, "top_k"),
+            ({"min_p": 2}, "min_p"),
+            ({"repetition_penalty": 0}, "repetition_penalty"),
+            ({"presence_penalty": 3}, "presence_penalty"),
+            ({"frequency_penalty": -3}, "frequency_penalty"),
+            ({"max_tokens": 0}, "max_tokens"),
+            ({"n": 0}, "n"),
+            ({"n": 1000}, "n"),
+            ({"logprobs": 21}, "logprobs"),
+            ({"stop": [""]}, "stop"),
+            ({"logit_bias": {"abc": 1}}, "logit_bias"),
+            ({"logit_bias": {"1": 500}}, "logit_bias"),
+            ({"logit_bias": {"99999999": 1}}, "logit_bias"),
+            ({"stop_token_ids": [-1]}, "stop_token_ids[0]"),
+            ({"min_tokens": 5, "max_tokens": 2}, "min_tokens"),
+            ({"best_of": 3}, "best_of"),
+            ({"suffix": "x"}, "suffix"),
+            ({"echo": True, "logprobs": 1}, "echo"),
+            ({"use_beam_search": True}, "use_beam_search"),
+            ({"response_format": {"type": "json_object"}}, "response_format"),
+            ({"stream_options": {"include_usage": True}}, "stream_options"),
+        ]
+        for extra, param in cases:
+            s, b = self.completion(dict({"prompt": "x"}, **extra))
+            check_error(self, s, b, 400, param=param)
+        s, b = self.completion({"prompt": [1, 2, 99999]})
+        check_error(self, s, b, 400, param="prompt[2]", contains="outside the vocabulary")
+        s, b = self.completion({"prompt": []})
+        check_error(self, s, b, 400, param="prompt")
+        s, b = self.completion({"prompt": ""})
+        check_error(self, s, b, 400, param="prompt", contains="at least one token")
+        s, b = self.completion({"max_tokens": 3})
+        check_error(self, s, b, 400, param="prompt", contains="required")
+
+    def test_chat_errors(self):
+        user = {"role": "user", "content": "hi"}
+        cases = [
+            ({}, "messages"),
+            ({"messages": []}, "messages"),
+            ({"messages": "hi"}, "messages"),
+            ({"messages": [{"content": "hi"}]}, "messages"),
+            ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+            ({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+             "messages[0].content"),
+            ({"messages": [user], "tool_choice": "auto"}, "tool_choice"),
+            ({"messages": [user], "tools": {}}, "tools"),
+            ({"messages": [user], "top_logprobs": 2}, "top_logprobs"),
+            ({"messages": [user], "logprobs": True, "top_logprobs": 50}, "top_logprobs"),
+            ({"messages": [user], "continue_final_message": True}, "continue_final_message"),
+            ({"messages": [user], "max_completion_tokens": 0}, "max_completion_tokens"),
+            ({"messages": [user], "chat_template": "{{ x }}"}, "chat_template"),
+        ]
+        for body, param in cases:
+            s, b = self.chat(body)
+            check_error(self, s, b, 400, param=param)
+
+    def test_context_length(self):
+        long_prompt = list(range(1, 101)) * 21  # 2100 token ids > max_model_len 2048
+        s, b = self.completion({"prompt": long_prompt, "max_tokens": 1})
+        check_error(self, s, b, 400, param="prompt", code="context_length_exceeded",
+                    contains="2048")
+        s, b = self.completion({"prompt": list(range(1, 101)) * 20, "max_tokens": 100})
+        check_error(self, s, b, 400, param="max_tokens", code="context_length_exceeded",
+                    contains="2100")
+        s, b = self.chat({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2048})
+        check_error(self, s, b, 400, param="max_tokens", code="context_length_exceeded")
+
+    def test_unknown_model(self):
+        s, b = self.completion({"prompt": "x", "model": "gpt-4"})
+        check_error(self, s, b, 404, param="model", code="model_not_found", contains="gpt-4")
+        s, b = self.chat({"messages": [{"role": "user", "content": "x"}], "model": "gpt-4"})
+        check_error(self, s, b, 404, param="model")
+        status, _, b = self.server.post("/tokenize", {"prompt": "x", "model": "gpt-4"})
+        check_error(self, status, b, 404, param="model")
+        status, _, data = self.server.request("GET", "/v1/models/gpt-4")
+        check_error(self, status, json.loads(data), 404, param="model")
+
+    def test_routes_and_methods(self):
+        status, _, data = self.server.request("GET", "/v1/nothing")
+        check_error(self, status, json.loads(data), 404, code="not_found")
+        status, headers, data = self.server.request("GET", "/v1/completions")
+        check_error(self, status, json.loads(data), 405, code="method_not_allowed")
+        self.assertEqual(headers.get("allow"), "POST")
+        status, _, data = self.server.request("DELETE", "/v1/chat/completions")
+        check_error(self, status, json.loads(data), 405)
+
+    def test_body_too_large(self):
+        body = json.dumps({"prompt": "x" * 20000})
+        status, headers, data = self.server.request("POST", "/v1/completions", body)
+        check_error(self, status, json.loads(data), 413, code="request_too_large",
+                    contains="16384")
+        # The server still serves.
+        s, b = self.completion({"prompt": "x", "max_tokens": 1})
+        self.assertEqual(s, 200)
+
+    def test_tokenize_detokenize(self):
+        status, _, b = self.server.post("/tokenize", {"prompt": "Hello world"})
+        self.assertEqual(status, 200)
+        self.assertEqual(b["count"], len(b["tokens"]))
+        self.assertEqual(b["max_model_len"], 2048)
+        self.assertIsNone(b["token_strs"])
+        status, _, d = self.server.post("/detokenize", {"tokens": b["tokens"]})
+        self.assertEqual((status, d), (200, {"prompt": "Hello world"}))
+        status, _, c = self.server.post("/tokenize", {
+            "messages": [{"role": "user", "content": "Hello world"}], "return_token_strs": True})
+        self.assertEqual(status, 200)
+        self.assertGreater(c["count"], b["count"])
+        self.assertEqual(len(c["token_strs"]), c["count"])
+        status, _, e = self.server.post("/tokenize", {"prompt": "x", "messages": []})
+        check_error(self, status, e, 400, param="prompt")
+        status, _, e = self.server.post("/detokenize", {"tokens": [1, "a"]})
+        check_error(self, status, e, 400, param="tokens[1]")
+        status, _, e = self.server.post("/detokenize", {})
+        check_error(self, status, e, 400, param="tokens")
+
+    def test_health_version_models_metrics(self):
+        status, _, data = self.server.request("GET", "/health")
+        self.assertEqual((status, data), (200, b""))
+        status, _, data = self.server.request("GET", "/version")
+        self.assertEqual(status, 200)
+        self.assertIn("version", json.loads(data))
+        status, _, data = self.server.request("GET", "/v1/models")
+        models = json.loads(data)
+        self.assertEqual(models["object"], "list")
+        self.assertEqual(models["data"][0]["id"], "model")
+        self.assertEqual(models["data"][0]["max_model_len"], 2048)
+        status, headers, data = self.server.request("GET", "/metrics")
+        self.assertEqual(status, 200)
+        self.assertTrue(headers["content-type"].startswith("text/plain; version=0.0.4"))
+        samples = harness.parse_metrics(data.decode())
+        names = {n for n, _ in samples}
+        for name in ["volt:num_requests_running", "volt:num_requests_waiting",
+                     "volt:kv_cache_usage_perc", "volt:prompt_tokens_total",
+                     "volt:generation_tokens_total", "volt:request_success_total",
+                     "volt:http_requests_total", "volt:time_to_first_token_seconds_bucket",
+                     "volt:inter_token_latency_seconds_bucket",
+                     "volt:e2e_request_latency_seconds_count", "volt:requests_rejected_total"]:
+            self.assertIn(name, names)
+
+    def test_request_id_and_access_log(self):
+        status, headers, _ = self.server.post("/v1/completions", {"prompt": "x", "max_tokens": 2},
+                                              headers={"X-Request-Id": "req-abc-123"})
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["x-request-id"], "req-abc-123")
+        for _ in range(100):
+            lines = [l for l in self.server.access_log() if l["request_id"] == "req-abc-123"]
+            if lines:
+                break
+            time.sleep(0.01)
+        self.assertEqual(len(lines), 1)
+        line = lines[0]
+        self.assertEqual(line["status"], 200)
+        self.assertEqual(line["path"], "/v1/completions")
+        self.assertEqual(line["completion_tokens"], 2)
+        self.assertGreater(line["prompt_tokens"], 0)
+        self.assertIn("ttft_ms", line)
+        self.assertIn("total_ms", line)
+
+
+class AuthTest(unittest.TestCase):
+    def test_api_key(self):
+        with harness.Server("--api-key", "secret-key") as server:
+            body = {"prompt": "x", "max_tokens": 1}
+            for headers in [{}, {"Authorization": "Bearer wrong"},
+                            {"Authorization": "Bearer secret-keyX"},
+                            {"Authorization": "Basic secret-key"}]:
+                status, _, b = server.post("/v1/completions", body, headers=headers)
+                check_error(self, status, b, 401, code="invalid_api_key")
+            status, _, _ = server.post("/v1/completions", body,
+                                       headers={"Authorization": "Bearer secret-key"})
+            self.assertEqual(status, 200)
+            status, _, _ = server.post("/tokenize", {"prompt": "x"})
+            self.assertEqual(status, 401)
+            # Open by default, for load balancers and scrapers.
+            self.assertEqual(server.request("GET", "/health")[0], 200)
+            self.assertEqual(server.request("GET", "/metrics")[0], 200)
+            self.assertEqual(server.stop(), 0)
+
+    def test_api_key_from_environment_and_closed_health(self):
+        key = {"Authorization": "Bearer k2"}
+        with harness.Server("--auth-health-metrics", env={"VOLT_API_KEY": "k2"},
+                            health_headers=key) as server:
+            self.assertEqual(server.request("GET", "/health")[0], 401)
+            self.assertEqual(server.request("GET", "/metrics")[0], 401)
+            self.assertEqual(server.request("GET", "/health", headers=key)[0], 200)
+            self.assertEqual(server.request("GET", "/metrics", headers=key)[0], 200)
+            status, _, _ = server.post("/v1/completions", {"prompt": "x", "max_tokens": 1},
+                                       headers=key)
+            self.assertEqual(status, 200)
+            self.assertEqual(server.stop(), 0)
+
+
+class LimitsTest(unittest.TestCase):
+    def test_concurrency_limit_gives_429(self):
+        with harness.Server("--max-concurrent-requests", "1") as server:
+            conn, resp = open_stream(server.port, "/v1/completions", LONG)
+            self.assertEqual(resp.status, 200)
+            read_event(resp)  # the stream has started: the request holds the slot
+            status, headers, b = server.post("/v1/completions", {"prompt": "x", "max_tokens": 1})
+            check_error(self, status, b, 429, code="too_many_requests")
+            self.assertEqual(headers.get("retry-after"), "1")
+            conn.close()
+            samples = server.metrics()
+            self.assertEqual(harness.metric(samples, "volt:requests_rejected_total",
+                                            reason="concurrency"), 1)
+            # Once the slot is free (the disconnect cancels the stream), requests pass.
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                status, _, _ = server.post("/v1/completions", {"prompt": "x", "max_tokens": 1})
+                if status == 200:
+                    break
+                time.sleep(0.02)
+            self.assertEqual(status, 200)
+
+    def test_queue_limit_gives_503(self):
+        with harness.Server("--max-queue-len", "0") as server:
+            status, headers, b = server.post("/v1/completions", {"prompt": "x", "max_tokens": 1})
+            check_error(self, status, b, 503, code="queue_full")
+            self.assertEqual(headers.get("retry-after"), "1")
+            self.assertEqual(harness.metric(server.metrics(), "volt:requests_rejected_total",
+                                            reason="queue_full"), 1)
+
+    def test_request_timeout(self):
+        with harness.Server("--request-timeout", "0.05") as server:
+            status, _, b = server.post("/v1/completions", LONG)
+            check_error(self, status, b, 504, code="timeout")
+            conn, resp = open_stream(server.port, "/v1/completions", LONG)
+            self.assertEqual(resp.status, 200)
+            events = harness.sse_events(resp.read())
+            conn.close()
+            self.assertEqual(events[-1], "[DONE]")
+            err = json.loads(events[-2])
+            self.assertEqual(err["error"]["code"], "timeout")
+            # Both were cancelled: nothing is left holding KV-cache blocks.
+            samples = server.metrics()
+            self.assertEqual(harness.metric(samples, "volt:kv_cache_usage_perc"), 0)
+            self.assertEqual(harness.metric(samples, "volt:request_success_total",
+                                            finished_reason="abort"), 2)
+
+
+class ShutdownTest(unittest.TestCase):
+    def test_sigterm_finishes_requests_in_flight(self):
+        server = harness.Server()
+        server.start()
+        idle = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        idle.request("GET", "/health")
+        self.assertEqual(idle.getresponse().read(), b"")
+        conn, resp = open_stream(server.port, "/v1/completions", LONG)
+        self.assertEqual(resp.status, 200)
+        read_event(resp)
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        # Draining: an open connection is told 503; new connections are refused.
+        idle.request("GET", "/health")
+        r = idle.getresponse()
+        self.assertEqual(r.status, 503)
+        self.assertEqual(json.loads(r.read())["error"]["code"], "shutting_down")
+        status, _, _ = server.request("GET", "/health", timeout=5)
+        self.assertIsNone(status)
+        # The stream in flight runs to its end.
+        events = harness.sse_events(resp.read())
+        conn.close()
+        self.assertEqual(events[-1], "[DONE]")
+        final = json.loads(events[-2])
+        self.assertEqual(final["choices"][0]["finish_reason"], "length")
+        self.assertEqual(server.proc.wait(60), 0)
+
+    def test_grace_period_cancels_what_is_left(self):
+        server = harness.Server("--shutdown-grace-period", "0.05")
+        server.start()
+        result = {}
+
+        def long_request():
+            result["r"] = server.post("/v1/completions", dict(LONG, n=4))
+
+        t = threading.Thread(target=long_request)
+        t.start()
+        deadline = time.time() + 10
+        while time.time() < deadline and harness.metric(server.metrics(),
+                                                        "volt:num_requests_running") == 0:
+            time.sleep(0.005)
+        self.assertEqual(server.stop(), 0)
+        t.join(30)
+        status, _, body = result["r"]
+        check_error(self, status, body, 503, code="shutting_down")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

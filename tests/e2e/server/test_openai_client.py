@@ -1,0 +1,197 @@
+"""volt-serve against the official `openai` Python client.
+
+Written against openai 3.57.0 (PyPI). The package is not part of Debian; it
+is installed with pip by scripts/install-deps.sh. Without it this test
+fails (it does not skip), saying so.
+
+Each check compares with volt-run on the same tiny plan: greedy outputs of
+the server, streamed or not, completions or chat, must be exactly what
+volt-run generates for the same prompt.
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+try:
+    import openai
+except ImportError:
+    openai = None
+
+PROMPTS = ["Hello world, this is a test", "The capital of France is", "1 2 3 4 5"]
+
+
+class OpenAIClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if openai is None:
+            raise RuntimeError(
+                "the 'openai' Python package is missing: pip install openai "
+                "(scripts/install-deps.sh installs it); this test needs the official client")
+        cls.server = harness.Server("--api-key", "sk-test-key")
+        cls.server.__enter__()
+        cls.client = openai.OpenAI(base_url=cls.server.base_url + "/v1", api_key="sk-test-key",
+                                   max_retries=0, timeout=60)
+        cls.model = "model"
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "server", None) and cls.server.proc:
+            code = cls.server.stop()
+            assert code == 0, f"volt-serve exited with {code}"
+
+    def test_models(self):
+        models = self.client.models.list()
+        self.assertEqual([m.id for m in models.data], [self.model])
+        self.assertEqual(self.client.models.retrieve(self.model).id, self.model)
+
+    def test_completion_greedy_equals_volt_run(self):
+        for prompt in PROMPTS:
+            text, ids = harness.volt_run(prompt=prompt, max_tokens=16)
+            r = self.client.completions.create(model=self.model, prompt=prompt, max_tokens=16,
+                                               temperature=0)
+            self.assertEqual(r.object, "text_completion")
+            self.assertEqual(len(r.choices), 1)
+            self.assertEqual(r.choices[0].text, text, prompt)
+            self.assertEqual(r.usage.completion_tokens, len(ids))
+            self.assertEqual(r.usage.total_tokens,
+                             r.usage.prompt_tokens + r.usage.completion_tokens)
+            self.assertEqual(r.choices[0].finish_reason,
+                             "length" if len(ids) == 16 else "stop")
+
+    def test_completion_token_ids_equal_volt_run(self):
+        prompt = PROMPTS[1]
+        _, ids = harness.volt_run(prompt=prompt, max_tokens=12)
+        r = self.client.completions.create(
+            model=self.model, prompt=prompt, max_tokens=12, temperature=0, logprobs=2,
+            extra_body={"return_tokens_as_token_ids": True})
+        tokens = [int(t.split(":")[1]) for t in r.choices[0].logprobs.tokens]
+        self.assertEqual(tokens, ids)
+        for lp, top in zip(r.choices[0].logprobs.token_logprobs,
+                           r.choices[0].logprobs.top_logprobs):
+            self.assertLessEqual(lp, 0.0)
+            # Greedy: the chosen token is the most likely one.
+            self.assertAlmostEqual(lp, max(top.values()), places=5)
+            self.assertLessEqual(len(top), 3)
+
+    def test_completion_streaming_equals_volt_run(self):
+        for prompt in PROMPTS:
+            text, ids = harness.volt_run(prompt=prompt, max_tokens=16)
+            stream = self.client.completions.create(
+                model=self.model, prompt=prompt, max_tokens=16, temperature=0, stream=True,
+                stream_options={"include_usage": True})
+            pieces, finish, usage = [], None, None
+            for chunk in stream:
+                if chunk.usage is not None:
+                    usage = chunk.usage
+                    self.assertEqual(chunk.choices, [])
+                for c in chunk.choices:
+                    pieces.append(c.text)
+                    if c.finish_reason:
+                        finish = c.finish_reason
+            self.assertEqual("".join(pieces), text)
+            self.assertIn(finish, ("stop", "length"))
+            self.assertIsNotNone(usage)
+            self.assertEqual(usage.completion_tokens, len(ids))
+
+    def test_prompt_as_token_ids(self):
+        status, _, body = self.server.post("/tokenize", {"prompt": PROMPTS[0]},
+                                           headers={"Authorization": "Bearer sk-test-key"})
+        self.assertEqual(status, 200)
+        text, _ = harness.volt_run(prompt_ids=body["tokens"], max_tokens=10)
+        r = self.client.completions.create(model=self.model, prompt=body["tokens"],
+                                           max_tokens=10, temperature=0)
+        self.assertEqual(r.choices[0].text, text)
+
+    def test_chat_greedy_equals_volt_run(self):
+        text, ids = harness.volt_run(chat="Hi there", max_tokens=12)
+        r = self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": "Hi there"}], max_tokens=12,
+            temperature=0)
+        self.assertEqual(r.object, "chat.completion")
+        self.assertEqual(r.choices[0].message.role, "assistant")
+        self.assertEqual(r.choices[0].message.content, text)
+        self.assertEqual(r.usage.completion_tokens, len(ids))
+
+    def test_chat_streaming_equals_volt_run(self):
+        text, ids = harness.volt_run(chat="Tell me a story", max_tokens=20)
+        stream = self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": "Tell me a story"}],
+            max_completion_tokens=20, temperature=0, stream=True,
+            stream_options={"include_usage": True})
+        content, roles, finish, usage = [], [], None, None
+        for chunk in stream:
+            self.assertEqual(chunk.object, "chat.completion.chunk")
+            if chunk.usage is not None:
+                usage = chunk.usage
+            for c in chunk.choices:
+                if c.delta.role:
+                    roles.append(c.delta.role)
+                if c.delta.content:
+                    content.append(c.delta.content)
+                if c.finish_reason:
+                    finish = c.finish_reason
+        self.assertEqual(roles, ["assistant"])
+        self.assertEqual("".join(content), text)
+        self.assertIn(finish, ("stop", "length"))
+        self.assertEqual(usage.completion_tokens, len(ids))
+
+    def test_chat_content_parts_and_logprobs(self):
+        r = self.client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "user", "content": [{"type": "text", "text": "Hi there"}]}],
+            max_tokens=5, temperature=0, logprobs=True, top_logprobs=3)
+        text, _ = harness.volt_run(chat="Hi there", max_tokens=5)
+        self.assertEqual(r.choices[0].message.content, text)
+        content = r.choices[0].logprobs.content
+        self.assertEqual(len(content), 5)
+        for entry in content:
+            self.assertEqual(len(entry.top_logprobs), 3)
+            self.assertAlmostEqual(entry.logprob, entry.top_logprobs[0].logprob, places=5)
+            self.assertEqual(bytes(entry.bytes), entry.token.encode("utf-8"))
+
+    def test_n_and_seed(self):
+        r = self.client.completions.create(model=self.model, prompt=PROMPTS[0], max_tokens=8,
+                                           n=3, temperature=1.0, seed=1234)
+        self.assertEqual([c.index for c in r.choices], [0, 1, 2])
+        again = self.client.completions.create(model=self.model, prompt=PROMPTS[0],
+                                               max_tokens=8, n=3, temperature=1.0, seed=1234)
+        self.assertEqual([c.text for c in r.choices], [c.text for c in again.choices])
+        self.assertGreaterEqual(r.usage.completion_tokens, 3)
+        self.assertLessEqual(r.usage.completion_tokens, 3 * 8)
+        # seed + i per choice: choice 1 of seed s is choice 0 of seed s + 1.
+        shifted = self.client.completions.create(model=self.model, prompt=PROMPTS[0],
+                                                 max_tokens=8, temperature=1.0, seed=1235)
+        self.assertEqual(shifted.choices[0].text, r.choices[1].text)
+
+    def test_stop_string(self):
+        text, _ = harness.volt_run(prompt=PROMPTS[0], max_tokens=16)
+        # Stop at a piece of the greedy output: the text ends right before it.
+        stop = text[4:7]
+        self.assertTrue(stop)
+        r = self.client.completions.create(model=self.model, prompt=PROMPTS[0], max_tokens=16,
+                                           temperature=0, stop=[stop])
+        self.assertEqual(r.choices[0].finish_reason, "stop")
+        self.assertEqual(r.choices[0].text, text[:text.index(stop)])
+
+    def test_errors_raise_the_matching_exceptions(self):
+        with self.assertRaises(openai.NotFoundError) as e:
+            self.client.completions.create(model="no-such-model", prompt="x", max_tokens=1)
+        self.assertIn("no-such-model", str(e.exception))
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=self.model, prompt="x", max_tokens=1,
+                                           top_p=2.0)
+        self.assertIn("top_p", str(e.exception))
+        with self.assertRaises(openai.BadRequestError):
+            self.client.completions.create(model=self.model, prompt="x", max_tokens=100000)
+        bad = openai.OpenAI(base_url=self.server.base_url + "/v1", api_key="wrong",
+                            max_retries=0)
+        with self.assertRaises(openai.AuthenticationError):
+            bad.models.list()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,206 @@
+//===- LaunchesTest.cpp - plan ops to launches (grids, arguments, errors) -===//
+#include "compiler/codegen/Launches.h"
+#include "tests/unit/codegen/ModelShapes.h"
+
+#include <gtest/gtest.h>
+
+namespace volt::codegen {
+namespace {
+
+using namespace testing;
+using Kind = LaunchArg::Kind;
+
+const ModelOp &find(const std::vector<ModelOp> &ops, const std::string &suffix) {
+  for (const ModelOp &op : ops)
+    if (op.op.name.ends_with(suffix))
+      return op;
+  ADD_FAILURE() << "no op " << suffix;
+  return ops.front();
+}
+
+std::vector<Kind> kinds(const PlannedLaunch &l) {
+  std::vector<Kind> k;
+  for (const LaunchArg &a : l.args)
+    k.push_back(a.kind);
+  return k;
+}
+
+TEST(Launches, QLinearHasGemvThenTwoGemmTiles) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  const ModelOp &qkv = find(ops, ".qkv_proj");
+  KernelRegistry registry;
+  auto l =
+      planLaunches(qkv.op, qkv.variants, programFor(qwen3MoeShape(), 1), TargetInfo{}, registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  ASSERT_EQ(l->size(), 3u);
+  const KernelRequest &gemv = registry.requests()[(*l)[0].kernel];
+  EXPECT_EQ((*l)[0].maxTokens, 8u);
+  EXPECT_EQ(gemv.key(), "nvfp4_gemv(has_bias=0, k=2048, n=5120, out_f32=0, part_end0=4096, "
+                        "part_end1=4608, part_end2=0, parts=3, silu=0, warps=8, threads=256)");
+  // 5120 rows in tiles of 8; one block per tile whatever T is.
+  EXPECT_EQ((*l)[0].grid[0].at(1, 1), 640u);
+  EXPECT_EQ((*l)[0].grid[1].at(8, 8), 1u);
+  // x, packed, block scales, out, T, then 2^14 x each part's global scale.
+  EXPECT_EQ(kinds((*l)[0]),
+            (std::vector<Kind>{Kind::Pointer, Kind::Pointer, Kind::Pointer, Kind::Pointer,
+                               Kind::TokenCount, Kind::F32, Kind::F32, Kind::F32}));
+  EXPECT_EQ((*l)[0].args[2].offset, nvfp4ScalesOffset({5120, 2048}));
+  EXPECT_EQ((*l)[0].args[2].offset, 5120u * 1024u);
+  EXPECT_FLOAT_EQ((*l)[0].args[5].f32, 16384.0f / 2688.0f);
+  EXPECT_FLOAT_EQ((*l)[0].args[6].f32, 2 * 16384.0f / 2688.0f);
+
+  const KernelRequest &narrow = registry.requests()[(*l)[1].kernel];
+  EXPECT_EQ((*l)[1].maxTokens, 44u);
+  EXPECT_EQ(narrow.get("tile_m"), 32);
+  EXPECT_EQ(narrow.threads, 128u);
+  EXPECT_EQ((*l)[1].sharedBytes, 2u * (128 + 32) * 72 * 2);
+  EXPECT_EQ((*l)[1].grid[1].at(44, 1), 2u);
+  const KernelRequest &wide = registry.requests()[(*l)[2].kernel];
+  EXPECT_EQ(wide.get("tile_m"), 128);
+  EXPECT_EQ(wide.threads, 256u);
+  EXPECT_EQ((*l)[2].sharedBytes, 73728u);
+  EXPECT_EQ((*l)[2].grid[0].at(1000, 1), 40u);
+  EXPECT_EQ((*l)[2].grid[1].at(1000, 1), 8u);
+}
+
+TEST(Launches, SiluEpilogueHalvesTheColumns) {
+  auto ops = modelOps(dense32bShape(), 2);
+  const ModelOp &gateUp = find(ops, ".mlp.gate_up");
+  KernelRegistry registry;
+  auto l = planLaunches(gateUp.op, gateUp.variants, programFor(dense32bShape(), 2), TargetInfo{},
+                        registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  // 13824 output columns: 4 per GEMV tile, 64 per 128-row GEMM tile.
+  EXPECT_EQ((*l)[0].grid[0].at(1, 1), 3456u);
+  EXPECT_EQ((*l)[2].grid[0].at(1, 1), 216u);
+  EXPECT_EQ(registry.requests()[(*l)[0].kernel].get("silu"), 1);
+}
+
+TEST(Launches, MoeGridsBoundTheActiveExperts) {
+  auto ops = modelOps(qwen3MoeShape(), 2);
+  const ModelOp &gateUp = find(ops, ".experts.gate_up");
+  KernelRegistry registry;
+  auto l = planLaunches(gateUp.op, gateUp.variants, programFor(qwen3MoeShape(), 2), TargetInfo{},
+                        registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  // GEMV: T * k expert slots at most.
+  EXPECT_EQ((*l)[0].grid[1].at(3, 3), 24u);
+  // GEMM (tile_m 128): sum of ceil(rows_e / 128) <= (T k + 128 * 127) / 128.
+  EXPECT_EQ((*l)[2].grid[1].at(1024, 1), (1024u * 8 + 128 * 127 + 127) / 128);
+  // in, order, starts, packed, scales, out, T, 128 experts x 2 parts.
+  EXPECT_EQ((*l)[0].args.size(), 7u + 256u);
+  const KernelRequest &gemv = registry.requests()[(*l)[0].kernel];
+  EXPECT_EQ(gemv.get("experts"), 128);
+  EXPECT_EQ(gemv.get("gather"), 1);
+  EXPECT_EQ(gemv.get("n"), 768);
+}
+
+TEST(Launches, AttentionPassesBothHalvesOfTheLayersCache) {
+  auto ops = modelOps(qwen3MoeShape(), 2);
+  const ModelOp &attention = find(ops, ".attention");
+  KernelRegistry registry;
+  ProgramInfo program = programFor(qwen3MoeShape(), 2);
+  auto l = planLaunches(attention.op, attention.variants, program, TargetInfo{}, registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  ASSERT_EQ(l->size(), 1u);
+  const PlannedLaunch &a = (*l)[0];
+  EXPECT_EQ(a.grid[0].at(37, 3), 37u);
+  EXPECT_EQ(a.grid[1].at(37, 3), 2u);
+  EXPECT_EQ(a.args[1].operandKind, OperandKind::KvCache);
+  EXPECT_EQ(a.args[1].offset, 0u);
+  EXPECT_EQ(a.args[2].offset, program.kvLayerBytes());
+  EXPECT_EQ(program.kvLayerBytes(), 4096ull * 16 * 2 * 128 * 2);
+  EXPECT_EQ(a.args.back().kind, Kind::SeqCount);
+}
+
+TEST(Launches, PerSequenceOperandsCountSequences) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  const ModelOp &head = find(ops, ".lm_head");
+  KernelRegistry registry;
+  auto l =
+      planLaunches(head.op, head.variants, programFor(qwen3MoeShape(), 1), TargetInfo{}, registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  EXPECT_EQ((*l)[0].args.back().kind, Kind::SeqCount);
+  EXPECT_EQ((*l)[2].grid[1].at(4096, 3), 1u);
+  EXPECT_EQ(registry.requests()[(*l)[0].kernel].get("out_f32"), 1);
+}
+
+TEST(Launches, CollectivesHaveNoKernels) {
+  OpInfo op;
+  op.kind = "AllReduce";
+  op.name = "layers.0.all_reduce";
+  op.operands = {arena(3)};
+  KernelRegistry registry;
+  auto l = planLaunches(op, {{1 << 30, "nccl", {}}}, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  EXPECT_TRUE(l->empty());
+  EXPECT_TRUE(registry.requests().empty());
+}
+
+TEST(Launches, EqualCallSitesShareKernels) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  KernelRegistry registry;
+  const ModelOp &norm = find(ops, ".input_layernorm");
+  for (int layer = 0; layer < 48; ++layer)
+    ASSERT_TRUE(planLaunches(norm.op, norm.variants, ProgramInfo{}, TargetInfo{}, registry).ok());
+  EXPECT_EQ(registry.requests().size(), 1u);
+}
+
+TEST(Launches, ShapesTheTemplatesCannotServeAreErrorsNamingTheOp) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  KernelRegistry registry;
+  ModelOp qkv = find(ops, ".qkv_proj");
+  qkv.op.params.dim = 2040;
+  qkv.op.operands[1].shape = {5120, 2040};
+  auto badK = planLaunches(qkv.op, qkv.variants, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_FALSE(badK.ok());
+  EXPECT_EQ(badK.message(),
+            "op 'Qwen3-30B-A3B.qkv_proj' (QLinear): K = 2040 (a positive multiple of 16 expected)");
+
+  ModelOp wide = find(ops, ".o_proj");
+  wide.variants[0].maxTokens = 16;
+  auto badGemv = planLaunches(wide.op, wide.variants, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_FALSE(badGemv.ok());
+  EXPECT_NE(badGemv.message().find("nvfp4_gemv serves at most 8 tokens"), std::string::npos);
+
+  ModelOp shape = find(ops, ".o_proj");
+  shape.op.operands[1].shape = {2048, 2048};
+  auto badShape = planLaunches(shape.op, shape.variants, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_FALSE(badShape.ok());
+  EXPECT_EQ(badShape.message(), "op 'Qwen3-30B-A3B.o_proj' (QLinear): weight of shape [2048, "
+                                "2048] for N = 2048, K = 4096");
+
+  ModelOp kernel = find(ops, ".o_proj");
+  kernel.variants[0].kernel = "dense_gemv";
+  auto badKernel = planLaunches(kernel.op, kernel.variants, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_FALSE(badKernel.ok());
+  EXPECT_NE(badKernel.message().find("kernel 'dense_gemv' does not implement QLinear"),
+            std::string::npos);
+
+  ModelOp none = find(ops, ".o_proj");
+  auto noVariants = planLaunches(none.op, {}, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_FALSE(noVariants.ok());
+
+  OpInfo bogus;
+  bogus.kind = "Convolution";
+  bogus.name = "x";
+  EXPECT_EQ(planLaunches(bogus, {}, ProgramInfo{}, TargetInfo{}, registry).message(),
+            "op 'x' (Convolution): unknown op kind");
+}
+
+TEST(Launches, GemmTilesShrinkToTheSharedMemoryOfTheSku) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  KernelRegistry registry;
+  TargetInfo small;
+  small.sharedMemoryPerBlockOptinBytes = 49152;
+  const ModelOp &o = find(ops, ".o_proj");
+  auto l = planLaunches(o.op, o.variants, ProgramInfo{}, small, registry);
+  ASSERT_TRUE(l.ok()) << l.message();
+  for (const PlannedLaunch &launch : *l)
+    EXPECT_LE(launch.sharedBytes, 49152u);
+  const KernelRequest &wide = registry.requests()[(*l)[2].kernel];
+  EXPECT_EQ(wide.get("stages"), 1);
+}
+
+} // namespace
+} // namespace volt::codegen

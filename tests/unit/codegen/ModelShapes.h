@@ -1,0 +1,220 @@
+//===- ModelShapes.h - the ops of real models, for codegen tests -*- C++ -*-===//
+//
+// The plan ops of one decoder layer (and the embedding and LM head) of
+// Qwen3-30B-A3B (MoE, NVFP4 experts) and of a dense 32B model (Qwen2.5-32B
+// geometry, NVFP4 linears), per tensor-parallel rank, with the variants
+// kernel selection picks for a V100 (dialects/Transforms/KernelCatalog.cpp).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/codegen/Launches.h"
+
+#include <string>
+#include <vector>
+
+namespace volt::codegen::testing {
+
+struct ModelOp {
+  OpInfo op;
+  std::vector<Variant> variants;
+};
+
+struct ModelShape {
+  std::string name;
+  int64_t hidden, heads, kvHeads, headDim, vocab, experts, topK, moeWidth, denseWidth;
+};
+
+inline ModelShape qwen3MoeShape() {
+  return {"Qwen3-30B-A3B", 2048, 32, 4, 128, 151936, 128, 8, 768, 0};
+}
+inline ModelShape dense32bShape() {
+  return {"dense-32B", 5120, 40, 8, 128, 152064, 0, 0, 0, 27648};
+}
+
+inline std::vector<Variant> gemmVariants(const std::string &gemv, const std::string &gemm) {
+  return {
+      {8, gemv, {{"warps_per_block", 8}, {"rows_per_warp", 4}}},
+      {44, gemm, {{"tile_m", 32}, {"tile_n", 128}, {"tile_k", 64}, {"stages", 2}}},
+      {int64_t{1} << 30, gemm, {{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"stages", 2}}}};
+}
+
+inline std::vector<Variant> single(const std::string &kernel) {
+  return {{int64_t{1} << 30, kernel, {{"threads", 256}}}};
+}
+
+inline OperandInfo arena(uint32_t index, bool f32 = false, bool perSequence = false) {
+  OperandInfo o;
+  o.kind = OperandKind::Arena;
+  o.index = index;
+  o.f32 = f32;
+  o.perSequence = perSequence;
+  return o;
+}
+
+inline OperandInfo kvCache(uint32_t layer) {
+  OperandInfo o;
+  o.kind = OperandKind::KvCache;
+  o.index = layer;
+  return o;
+}
+
+inline OperandInfo input(uint32_t index) {
+  OperandInfo o;
+  o.kind = OperandKind::Input;
+  o.index = index;
+  return o;
+}
+
+inline OperandInfo nvfp4Weight(uint32_t index, std::vector<int64_t> shape,
+                               std::vector<uint32_t> parts, size_t experts = 1) {
+  OperandInfo o;
+  o.kind = OperandKind::Weight;
+  o.index = index;
+  o.nvfp4 = true;
+  o.shape = std::move(shape);
+  o.partRows = std::move(parts);
+  for (size_t i = 0; i < experts * std::max<size_t>(1, o.partRows.size()); ++i)
+    o.globalScales.push_back(1.0f / 2688.0f * static_cast<float>(1 + i % 7));
+  return o;
+}
+
+inline OperandInfo denseWeight(uint32_t index, std::vector<int64_t> shape) {
+  OperandInfo o;
+  o.kind = OperandKind::Weight;
+  o.index = index;
+  o.shape = std::move(shape);
+  return o;
+}
+
+/// The ops of `m` on one of `tp` ranks.
+inline std::vector<ModelOp> modelOps(const ModelShape &m, int64_t tp) {
+  std::vector<ModelOp> ops;
+  auto add = [&](std::string kind, std::string name, std::vector<OperandInfo> operands,
+                 OpParamValues p, std::vector<Variant> variants) {
+    ops.push_back({{std::move(kind), m.name + "." + std::move(name), std::move(operands), p},
+                   std::move(variants)});
+  };
+  const int64_t h = m.hidden, d = m.headDim, hq = m.heads / tp, hkv = m.kvHeads / tp;
+  OpParamValues p;
+  p.dim = h;
+  p.vocabRows = m.vocab / tp;
+  add("Embedding", "embed", {input(0), denseWeight(0, {m.vocab / tp, h}), arena(0)}, p,
+      single("embedding"));
+  p = {};
+  p.dim = h;
+  add("AddRmsNorm", "input_layernorm", {arena(0), arena(1), denseWeight(1, {h}), arena(2)}, p,
+      single("add_rms_norm"));
+  add("AddRmsNorm", "input_layernorm_f32_residual",
+      {arena(0), arena(1, true), denseWeight(1, {h}), arena(2)}, p, single("add_rms_norm"));
+  add("RmsNorm", "norm", {arena(2), denseWeight(1, {h}), arena(3)}, p, single("rms_norm"));
+  p = {};
+  p.dim = h;
+  p.outFeatures = (hq + 2 * hkv) * d;
+  add("QLinear", "qkv_proj",
+      {arena(2),
+       nvfp4Weight(2, {(hq + 2 * hkv) * d, h},
+                   {static_cast<uint32_t>(hq * d), static_cast<uint32_t>(hkv * d),
+                    static_cast<uint32_t>(hkv * d)}),
+       arena(4)},
+      p, gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+  p = {};
+  p.numHeads = hq;
+  p.numKvHeads = hkv;
+  p.headDim = d;
+  p.ropeTheta = 1e6f;
+  add("QkNormRope", "qk_norm_rope", {arena(4), input(1), denseWeight(3, {d}), denseWeight(4, {d})},
+      p, single("qk_norm_rope"));
+  p.layer = 0;
+  add("Attention", "attention",
+      {arena(4), kvCache(0), input(2), input(3), input(4), input(5), arena(5)}, p,
+      single("paged_attention"));
+  p = {};
+  p.dim = hq * d;
+  p.outFeatures = h;
+  add("QLinear", "o_proj", {arena(5), nvfp4Weight(5, {h, hq * d}, {}), arena(6)}, p,
+      gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+  if (m.experts > 0) {
+    const int64_t w = m.moeWidth / tp;
+    p = {};
+    p.dim = h;
+    p.outFeatures = m.experts;
+    p.outF32 = true;
+    add("Linear", "router", {arena(2), denseWeight(6, {m.experts, h}), arena(7, true)}, p,
+        gemmVariants("dense_gemv", "dense_gemm"));
+    p = {};
+    p.numExperts = m.experts;
+    p.topK = m.topK;
+    p.renormalize = true;
+    add("MoeRouter", "route", {arena(7, true), arena(8), arena(9, true)}, p, single("moe_router"));
+    add("MoeAlign", "align", {arena(8), arena(10), arena(11)}, p, single("moe_align"));
+    p.dim = h;
+    p.outFeatures = 2 * w;
+    p.gatherTokens = true;
+    p.siluEpilogue = true;
+    add("MoeGroupedQLinear", "experts.gate_up",
+        {arena(2), arena(10), arena(11),
+         nvfp4Weight(7, {m.experts, 2 * w, h}, {static_cast<uint32_t>(w), static_cast<uint32_t>(w)},
+                     static_cast<size_t>(m.experts)),
+         arena(12)},
+        p, gemmVariants("nvfp4_moe_gemv", "nvfp4_moe_gemm"));
+    p.dim = w;
+    p.outFeatures = h;
+    p.gatherTokens = false;
+    p.siluEpilogue = false;
+    add("MoeGroupedQLinear", "experts.down",
+        {arena(12), arena(10), arena(11),
+         nvfp4Weight(8, {m.experts, h, w}, {}, static_cast<size_t>(m.experts)), arena(13)},
+        p, gemmVariants("nvfp4_moe_gemv", "nvfp4_moe_gemm"));
+    p = {};
+    p.dim = h;
+    p.topK = m.topK;
+    add("MoeCombine", "combine", {arena(13), arena(10), arena(9, true), arena(14)}, p,
+        single("moe_combine"));
+  } else {
+    const int64_t w = m.denseWidth / tp;
+    p = {};
+    p.dim = h;
+    p.outFeatures = 2 * w;
+    p.siluEpilogue = true;
+    add("QLinear", "mlp.gate_up",
+        {arena(2), nvfp4Weight(7, {2 * w, h}, {static_cast<uint32_t>(w), static_cast<uint32_t>(w)}),
+         arena(12)},
+        p, gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+    p = {};
+    p.dim = w;
+    p.outFeatures = h;
+    add("QLinear", "mlp.down", {arena(12), nvfp4Weight(8, {h, w}, {}), arena(13)}, p,
+        gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+    p = {};
+    p.dim = w;
+    add("SiluMul", "silu_mul", {arena(15), arena(12)}, p, single("silu_mul"));
+    p = {};
+    p.dim = h;
+    add("SigmoidGateAdd", "shared_expert_gate", {arena(14), arena(13), arena(16)}, p,
+        single("sigmoid_gate_add"));
+  }
+  p = {};
+  p.dim = h;
+  add("GatherRows", "last_tokens", {arena(2), input(6), arena(17, false, true)}, p,
+      single("gather_rows"));
+  p.outFeatures = m.vocab / tp;
+  p.outF32 = true;
+  add("Linear", "lm_head",
+      {arena(17, false, true), denseWeight(9, {m.vocab / tp, h}), arena(18, true, true)}, p,
+      gemmVariants("dense_gemv", "dense_gemm"));
+  return ops;
+}
+
+inline ProgramInfo programFor(const ModelShape &m, int64_t tp) {
+  ProgramInfo g;
+  g.kvBlocks = 4096;
+  g.kvBlockSize = 16;
+  g.kvHeads = static_cast<uint32_t>(m.kvHeads / tp);
+  g.headDim = static_cast<uint32_t>(m.headDim);
+  g.maxBlocksPerSeq = 256;
+  g.maxNumBatchedTokens = 2048;
+  return g;
+}
+
+} // namespace volt::codegen::testing

@@ -22,7 +22,7 @@ struct EpilogueScales {
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     nvfp4_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u8 *packed,
                    const u8 *blockScales, u16 *out, int tokens, EpilogueScales scales) {
-  extern __shared__ __align__(16) u16 shared[];
+  VOLT_DYNAMIC_SHARED(u16, shared);
   int group = 0;
   const int expert =
       moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);

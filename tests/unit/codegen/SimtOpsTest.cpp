@@ -339,8 +339,9 @@ void checkRope(int64_t heads, int64_t kvHeads, int64_t dim, bool norm, uint32_t 
     EXPECT_TRUE(halfClose(qkv[i], cpuQkv[i], (dim + 8) * std::ldexp(1.0, -24) * 8))
         << i << ": " << halfToFloat(qkv[i]) << " vs " << halfToFloat(cpuQkv[i]);
   }
-  if (!norm)
+  if (!norm) {
     EXPECT_EQ(differ, 0) << "without the norm every rounding is the cpu backend's";
+  }
 }
 
 TEST(SimtOps, QkNormRopeWithAndWithoutNorms) {

@@ -84,11 +84,62 @@ void fiberMain(int index) {
   g->alive[warpOf(f)][f.linear % 32] = false;
 }
 
+/// Runs every thread of one block to completion (a function of its own, so
+/// that no local of the caller lives across swapcontext).
+void runBlock(Block &state, dim3 index, dim3 block) {
+  const unsigned threads = block.x * block.y * block.z;
+  const unsigned warps = (threads + 31) / 32;
+  blockIdx = index;
+  state.block = {static_cast<int>(threads), 0, 0};
+  state.warps.assign(warps, Barrier{});
+  state.exchange.assign(warps, {});
+  state.mma.assign(warps, {});
+  state.alive.assign(warps, {});
+  for (unsigned i = 0; i < threads; ++i) {
+    Fiber &f = state.fibers[i];
+    f.done = false;
+    f.waiting = nullptr;
+    f.linear = i;
+    f.index = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+    state.warps[i / 32].expected++;
+    state.alive[i / 32][i % 32] = true;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = &state.scheduler;
+    makecontext(&f.context, reinterpret_cast<void (*)()>(&fiberMain), 1, static_cast<int>(i));
+  }
+  for (;;) {
+    bool progressed = false, allDone = true;
+    for (unsigned i = 0; i < threads; ++i) {
+      Fiber &f = state.fibers[i];
+      if (f.done)
+        continue;
+      allDone = false;
+      if (f.waiting && f.waiting->generation == f.waitGeneration)
+        continue;
+      f.waiting = nullptr;
+      state.current = i;
+      threadIdx = f.index;
+      swapcontext(&state.scheduler, &f.context);
+      progressed = true;
+    }
+    if (allDone)
+      break;
+    if (!progressed) {
+      std::fprintf(stderr,
+                   "simt: block (%u, %u, %u) deadlocked: threads wait on barriers that "
+                   "others never reach (a barrier in divergent code?)\n",
+                   index.x, index.y, index.z);
+      std::abort();
+    }
+  }
+}
+
 } // namespace
 
 void launch(dim3 grid, dim3 block, size_t dynamicSharedBytes, const std::function<void()> &kernel) {
   const unsigned threads = block.x * block.y * block.z;
-  const unsigned warps = (threads + 31) / 32;
   Block state;
   state.kernel = &kernel;
   state.fibers.resize(threads);
@@ -101,53 +152,8 @@ void launch(dim3 grid, dim3 block, size_t dynamicSharedBytes, const std::functio
   g = &state;
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
-      for (unsigned bx = 0; bx < grid.x; ++bx) {
-        blockIdx = {bx, by, bz};
-        state.block = {static_cast<int>(threads), 0, 0};
-        state.warps.assign(warps, Barrier{});
-        state.exchange.assign(warps, {});
-        state.mma.assign(warps, {});
-        state.alive.assign(warps, {});
-        for (unsigned i = 0; i < threads; ++i) {
-          Fiber &f = state.fibers[i];
-          f.done = false;
-          f.waiting = nullptr;
-          f.linear = i;
-          f.index = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
-          state.warps[i / 32].expected++;
-          state.alive[i / 32][i % 32] = true;
-          getcontext(&f.context);
-          f.context.uc_stack.ss_sp = f.stack.get();
-          f.context.uc_stack.ss_size = kStackBytes;
-          f.context.uc_link = &state.scheduler;
-          makecontext(&f.context, reinterpret_cast<void (*)()>(&fiberMain), 1, static_cast<int>(i));
-        }
-        for (;;) {
-          bool progressed = false, allDone = true;
-          for (unsigned i = 0; i < threads; ++i) {
-            Fiber &f = state.fibers[i];
-            if (f.done)
-              continue;
-            allDone = false;
-            if (f.waiting && f.waiting->generation == f.waitGeneration)
-              continue;
-            f.waiting = nullptr;
-            state.current = i;
-            threadIdx = f.index;
-            swapcontext(&state.scheduler, &f.context);
-            progressed = true;
-          }
-          if (allDone)
-            break;
-          if (!progressed) {
-            std::fprintf(stderr,
-                         "simt: block (%u, %u, %u) deadlocked: threads wait on barriers that "
-                         "others never reach (a barrier in divergent code?)\n",
-                         bx, by, bz);
-            std::abort();
-          }
-        }
-      }
+      for (unsigned bx = 0; bx < grid.x; ++bx)
+        runBlock(state, {bx, by, bz}, block);
   g = saved;
 }
 

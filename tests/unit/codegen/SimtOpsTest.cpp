@@ -158,6 +158,20 @@ namespace attention {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace attention
 
+namespace attention_small {
+// The synthetic test models' geometry: heads of 16 (half a warp's lanes).
+#define VOLT_HEADS 4
+#define VOLT_KV_HEADS 2
+#define VOLT_HEAD_DIM 16
+#define VOLT_BLOCK_SIZE 16
+#define VOLT_MAX_BLOCKS 4
+#define VOLT_THREADS 128
+#define paged_attention attention_small_entry
+#include "paged_attention.cu"
+#undef paged_attention
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace attention_small
+
 namespace volt::simt {
 namespace {
 
@@ -502,8 +516,11 @@ TEST(SimtOps, RouterAlignCombine) {
   EXPECT_EQ(out, cpuOut);
 }
 
-TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
-  const int64_t heads = 6, kvHeads = 2, dim = 64, blockSize = 16, maxBlocks = 4, numBlocks = 12;
+using AttentionEntry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
+                                const int *, u16 *, int, int);
+
+void checkAttention(int64_t heads, int64_t kvHeads, int64_t dim, AttentionEntry entry) {
+  const int64_t blockSize = 16, maxBlocks = 4, numBlocks = 12;
   // Sequence 0 decodes its 37th token; sequence 1 prefills 5 tokens after
   // 20 cached; sequence 2 prefills its first 7.
   std::vector<int32_t> seqStarts = {0, 1, 6, 13}, contextLens = {37, 25, 7};
@@ -538,9 +555,13 @@ TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
   op.params.numHeads = heads;
   op.params.numKvHeads = kvHeads;
   op.params.headDim = dim;
-  PlannedLaunch l = plan(
-      op, {{"heads", 6}, {"kv_heads", 2}, {"head_dim", 64}, {"block_size", 16}, {"max_blocks", 4}},
-      128, program);
+  PlannedLaunch l = plan(op,
+                         {{"heads", heads},
+                          {"kv_heads", kvHeads},
+                          {"head_dim", dim},
+                          {"block_size", 16},
+                          {"max_blocks", 4}},
+                         128, program);
   ASSERT_EQ(l.args[2].offset, half * 2);
 
   std::vector<uint16_t> gpu(static_cast<size_t>(tokens * heads * dim), 0x7E00), cpuOut(gpu.size());
@@ -562,8 +583,8 @@ TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
   m.bind(op.operands[4], contextLens.data());
   m.bind(op.operands[5], blockTables.data());
   m.bind(op.operands[6], gpu.data());
-  run(l, m, [](Args &a) {
-    std::apply(attention::attention_entry,
+  run(l, m, [&](Args &a) {
+    std::apply(entry,
                std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
                           a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
                           a.pointer<const int>(), a.pointer<u16>(), a.i32(), a.i32()});
@@ -580,6 +601,11 @@ TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
     EXPECT_TRUE(halfClose(gpu[i], cpuOut[i], 64 * std::ldexp(1.0, -24) * maxV))
         << i << ": " << halfToFloat(gpu[i]) << " vs " << halfToFloat(cpuOut[i]);
   }
+}
+
+TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
+  checkAttention(6, 2, 64, attention::attention_entry);
+  checkAttention(4, 2, 16, attention_small::attention_small_entry);
 }
 
 } // namespace

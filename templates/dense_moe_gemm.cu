@@ -12,7 +12,7 @@ static_assert(Config::Threads == VOLT_THREADS, "block size");
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     dense_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u16 *weight,
                    u16 *out, int tokens) {
-  extern __shared__ __align__(16) u16 shared[];
+  VOLT_DYNAMIC_SHARED(u16, shared);
   int group = 0;
   const int expert =
       moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);

@@ -27,7 +27,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
 #if !VOLT_HAS_BIAS
   const u16 *bias = nullptr;
 #endif
-  extern __shared__ __align__(16) u16 shared[];
+  VOLT_DYNAMIC_SHARED(u16, shared);
   const int m0 = blockIdx.y * Config::TileM;
   gemm::TileIo io;
   io.weights = packed;

@@ -15,14 +15,17 @@ using Config =
                  false, VOLT_PARTS, VOLT_PART_END0, VOLT_PART_END1, VOLT_PART_END2>;
 static_assert(Config::Threads == VOLT_THREADS, "block size");
 
+/// Padded to 64 values: NVVM copies smaller by-value arrays that are
+/// indexed at run time to local memory (voltc's resource check refuses
+/// that); from 64 on it reads the parameter space directly.
 struct EpilogueScales {
-  float v[VOLT_EXPERTS * VOLT_PARTS];
+  float v[VOLT_EXPERTS * VOLT_PARTS < 64 ? 64 : VOLT_EXPERTS * VOLT_PARTS];
 };
 
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     nvfp4_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u8 *packed,
                    const u8 *blockScales, u16 *out, int tokens, EpilogueScales scales) {
-  extern __shared__ __align__(16) u16 shared[];
+  VOLT_DYNAMIC_SHARED(u16, shared);
   int group = 0;
   const int expert =
       moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);

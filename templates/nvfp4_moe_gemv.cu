@@ -16,8 +16,11 @@ using namespace volt;
 using Config = gemv::Config<true, VOLT_K, VOLT_N, VOLT_WARPS, VOLT_SILU, false, false, VOLT_PARTS,
                             VOLT_PART_END0, VOLT_PART_END1, VOLT_PART_END2>;
 
+/// Padded to 64 values: NVVM copies smaller by-value arrays that are
+/// indexed at run time to local memory (voltc's resource check refuses
+/// that); from 64 on it reads the parameter space directly.
 struct EpilogueScales {
-  float v[VOLT_EXPERTS * VOLT_PARTS];
+  float v[VOLT_EXPERTS * VOLT_PARTS < 64 ? 64 : VOLT_EXPERTS * VOLT_PARTS];
 };
 
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)

@@ -15,7 +15,7 @@
 // Cache layout (the cuda backend's): the KvCache operand of layer l points
 // at that layer's K blocks [num_blocks, BLOCK_SIZE, KV_HEADS, HEAD_DIM]; its
 // V blocks follow (the launch passes both pointers).
-// Constants: HEADS, KV_HEADS, HEAD_DIM (a multiple of 32), BLOCK_SIZE,
+// Constants: HEADS, KV_HEADS, HEAD_DIM (even, up to 256), BLOCK_SIZE,
 // MAX_BLOCKS (block-table width). Launch: grid.x = T, grid.y = KV_HEADS,
 // THREADS threads.
 #include "common/volt.cuh"
@@ -27,15 +27,21 @@ namespace {
 constexpr int kDim = VOLT_HEAD_DIM;
 constexpr int kGroup = VOLT_HEADS / VOLT_KV_HEADS;
 constexpr int kWarps = VOLT_THREADS / 32;
-constexpr int kPerLane = kDim / 32;
+/// Elements of a row each lane holds (the last lanes may hold fewer, or
+/// none, when HEAD_DIM is not a multiple of 32).
+constexpr int kPerLane = (kDim + 31) / 32;
 constexpr int kRow = (VOLT_HEADS + 2 * VOLT_KV_HEADS) * kDim;
 constexpr int kSlot = VOLT_KV_HEADS * kDim;
-static_assert(kDim % 32 == 0 && kDim <= 256, "HEAD_DIM must be a multiple of 32, at most 256");
+static_assert(kDim % 2 == 0 && kDim <= 256, "HEAD_DIM must be even, at most 256");
 static_assert(VOLT_HEADS % VOLT_KV_HEADS == 0, "query heads must be a multiple of kv heads");
 
-/// kPerLane FP16 values starting at p, as floats.
-VOLT_DEVICE void loadLane(const u16 *p, float (&out)[kPerLane]) {
-  if (kPerLane % 2 == 0) {
+/// Whether element i of `lane`'s share of a row exists.
+VOLT_DEVICE bool inRow(int lane, int i) { return lane * kPerLane + i < kDim; }
+
+/// The lane's share of the row at `row`, as floats (zeros past the row).
+VOLT_DEVICE void loadLane(const u16 *row, int lane, float (&out)[kPerLane]) {
+  const u16 *p = row + lane * kPerLane;
+  if (kPerLane % 2 == 0 && kDim % 32 == 0) {
     for (int i = 0; i < kPerLane; i += 2) {
       const u32 w = *reinterpret_cast<const u32 *>(p + i);
       out[i] = halfToFloat(static_cast<u16>(w & 0xFFFFu));
@@ -43,7 +49,7 @@ VOLT_DEVICE void loadLane(const u16 *p, float (&out)[kPerLane]) {
     }
   } else {
     for (int i = 0; i < kPerLane; ++i)
-      out[i] = halfToFloat(p[i]);
+      out[i] = inRow(lane, i) ? halfToFloat(p[i]) : 0.0f;
   }
 }
 
@@ -91,7 +97,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   float qLane[kGroup][kPerLane];
   for (int g = 0; g < kGroup; ++g)
     for (int i = 0; i < kPerLane; ++i)
-      qLane[g][i] = q[g][lane * kPerLane + i];
+      qLane[g][i] = inRow(lane, i) ? q[g][lane * kPerLane + i] : 0.0f;
   float m[kGroup], l[kGroup], acc[kGroup][kPerLane];
   for (int g = 0; g < kGroup; ++g) {
     m[g] = -3.402823466e38f;
@@ -115,8 +121,8 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
       value = valueCache + at;
     }
     float k[kPerLane], v[kPerLane];
-    loadLane(key + lane * kPerLane, k);
-    loadLane(value + lane * kPerLane, v);
+    loadLane(key, lane, k);
+    loadLane(value, lane, v);
     for (int g = 0; g < kGroup; ++g) {
       float dot = 0.0f;
       for (int i = 0; i < kPerLane; ++i)
@@ -133,7 +139,8 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   }
   for (int g = 0; g < kGroup; ++g) {
     for (int i = 0; i < kPerLane; ++i)
-      state[warp][g][lane * kPerLane + i] = acc[g][i];
+      if (inRow(lane, i))
+        state[warp][g][lane * kPerLane + i] = acc[g][i];
     if (lane == 0) {
       state[warp][g][kDim] = m[g];
       state[warp][g][kDim + 1] = l[g];

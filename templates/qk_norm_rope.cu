@@ -19,7 +19,6 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
 #endif
                  int count, float eps, float theta) {
   constexpr int kDim = VOLT_HEAD_DIM, kHalf = kDim / 2;
-  __shared__ float scratch[VOLT_THREADS / 32];
   const int t = blockIdx.x, head = blockIdx.y;
   if (t >= count)
     return;
@@ -31,6 +30,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     x2 = halfToFloat(x[i + kHalf]);
   }
 #if VOLT_HAS_NORM
+  __shared__ float scratch[VOLT_THREADS / 32];
   const u16 *w = head < VOLT_HEADS ? qNorm : kNorm;
   const float sum = blockSum<VOLT_THREADS / 32>(x1 * x1 + x2 * x2, scratch);
   const float inverse = 1.0f / sqrtf(sum / static_cast<float>(kDim) + eps);

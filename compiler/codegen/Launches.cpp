@@ -163,9 +163,9 @@ Result<PlannedLaunch> qkNormRope(Context &c, const Variant &v) {
 Result<PlannedLaunch> attention(Context &c, const Variant &v) {
   const OpParamValues &p = c.op.params;
   const ProgramInfo &g = c.program;
-  if (p.headDim % 32 != 0 || p.headDim > 256)
+  if (p.headDim <= 0 || p.headDim % 2 != 0 || p.headDim > 256)
     return c.error("head_dim " + std::to_string(p.headDim) +
-                   ": paged_attention serves multiples of 32 up to 256");
+                   ": paged_attention serves even sizes up to 256");
   if (p.numKvHeads <= 0 || p.numHeads % p.numKvHeads != 0)
     return c.error(std::to_string(p.numHeads) + " query heads over " +
                    std::to_string(p.numKvHeads) + " kv heads");
@@ -385,9 +385,17 @@ uint32_t gemmTiles(const GemmShape &s, int64_t tileN) {
   return static_cast<uint32_t>((columns + perTile - 1) / perTile);
 }
 
+/// Grouped GEMMs receive at least this many epilogue scales (zeros after
+/// the real ones): templates/nvfp4_moe_*.cu pad their parameter array so
+/// that it is read in place rather than copied to local memory.
+constexpr size_t kMinMoeScales = 64;
+
 void epilogueArgs(PlannedLaunch &l, const GemmShape &s) {
   for (float g : s.epilogueScales)
     l.args.push_back(LaunchArg::f32Value(g));
+  if (s.moe && s.nvfp4)
+    for (size_t i = s.epilogueScales.size(); i < kMinMoeScales; ++i)
+      l.args.push_back(LaunchArg::f32Value(0.0f));
 }
 
 /// Linear and QLinear: (in, weight, bias?, out).

@@ -1,6 +1,7 @@
 //===- EmitPlan.cpp -------------------------------------------------------===//
 #include "compiler/plan/EmitPlan.h"
 
+#include "compiler/codegen/PlanKernels.h"
 #include "compiler/pack/WeightPacker.h"
 #include "dialects/Vexec/OpKinds.h"
 #include "dialects/Vexec/VexecOps.h"
@@ -209,10 +210,18 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   if (!target || !deployment || !modelAttr || !memory || !step)
     return Error("internal error: the module has no memory plan to emit");
   std::string arch = target.getAs<StringAttr>("arch").getValue().str();
-  if (arch != "cpu")
-    return Error("voltc cannot generate " + arch +
-                 " kernels yet, so it cannot write a plan for target '" + spec.sku.name +
-                 "'; compile for target: cpu, or stop at --emit=memory to plan the deployment");
+  // GPU targets: every launch planned and its kernels built (compiler/codegen).
+  std::optional<codegen::PlanKernels> gpu;
+  if (arch != "cpu") {
+    codegen::CodegenOptions codegenOptions;
+    codegenOptions.log = options.log;
+    auto ranks =
+        static_cast<uint32_t>(std::max<int64_t>(1, intOf(deployment, "tensor_parallel_size")));
+    auto built = codegen::PlanKernels::build(module, ranks, codegenOptions);
+    if (!built)
+      return built.error();
+    gpu = std::move(*built);
+  }
 
   auto program = collect(step);
   if (!program)
@@ -260,13 +269,15 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
       return packed.error();
 
     std::vector<fb::Offset<Op>> ops;
-    for (vx::LaunchOp l : program->launches) {
+    for (size_t i = 0; i < program->launches.size(); ++i) {
+      vx::LaunchOp l = program->launches[i];
       std::vector<Operand> operands;
       for (Value v : l.getOperands_())
         operands.push_back(program->operands.lookup(v));
       auto kind = vx::opKindIndex(std::string_view(l.getKind()));
       ops.push_back(CreateOp(b, static_cast<OpKind>(*kind), b.CreateVectorOfStructs(operands),
-                             paramsOf(b, l, r), 0, b.CreateString(l.getName().str())));
+                             paramsOf(b, l, r), gpu ? gpu->writeLaunches(b, r, i) : 0,
+                             b.CreateString(l.getName().str())));
     }
     std::vector<fb::Offset<Buffer>> buffers;
     for (size_t i = 0; i < program->allocs.size(); ++i) {
@@ -334,7 +345,7 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     skuText = std::string(*builtin);
   std::string servedName = spec.servedModelName.empty() ? model.dir.filename().string()
                                                         : spec.servedModelName;
-  std::vector<fb::Offset<Kernel>> kernels;
+  auto kernels = gpu ? gpu->writeKernels(b) : b.CreateVector(std::vector<fb::Offset<Kernel>>{});
   auto util = deployment.getAs<FloatAttr>("gpu_memory_utilization");
   auto budget = CreateMemoryBudget(
       b, static_cast<uint64_t>(intOf(memory, "device_bytes")),
@@ -346,7 +357,7 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                          b.CreateString(*specText), b.CreateString(spec.sku.name),
                          b.CreateString(skuText), b.CreateString(arch),
                          b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16,
-                         modelInfo, limits, tokenizer, b.CreateVector(kernels),
+                         modelInfo, limits, tokenizer, kernels,
                          b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching, budget);
   FinishPlanBuffer(b, plan);
 

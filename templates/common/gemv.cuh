@@ -108,9 +108,9 @@ VOLT_DEVICE void loadChunk(Chunk &c, const u8 *weights, const u8 *blockScales, i
       c.w[0] = v.x, c.w[1] = v.y, c.w[2] = v.z, c.w[3] = v.w;
       c.scales = loadReadOnly2(s);
     } else {
-      // Rows are only 8-byte aligned.
+      // Rows are only 8-byte aligned, their scale rows 1-byte aligned.
       loadReadOnly8(w, c.w[0], c.w[1]);
-      c.scales = loadReadOnly2(s) & (full ? 0xFFFFu : 0xFFu);
+      c.scales = s[0] | (full ? static_cast<u32>(s[1]) << 8 : 0u);
       if (full)
         loadReadOnly8(w + 8, c.w[2], c.w[3]);
     }

@@ -13,7 +13,7 @@
 
 namespace volt::moe {
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(VOLT_SIMT)
 
 /// The expert holding the `slot`-th group of `rowsPerGroup` rows, counting
 /// each expert's groups in expert order, and the group's index within its
@@ -52,6 +52,6 @@ VOLT_DEVICE int findExpertGroup(const int *expertStarts, int slot, int rowsPerGr
   return -1;
 }
 
-#endif // __CUDACC__
+#endif // __CUDACC__ || VOLT_SIMT
 
 } // namespace volt::moe

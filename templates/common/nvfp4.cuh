@@ -50,7 +50,7 @@ VOLT_HD u32 decodeE4M3Pair(u32 scaleByte) {
 VOLT_HD u32 lowHalves(u32 a, u32 b) { return (a & 0xFFFFu) | (b << 16); }
 VOLT_HD u32 highHalves(u32 a, u32 b) { return (a >> 16) | (b & 0xFFFF0000u); }
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(VOLT_SIMT)
 /// The block scale of one byte as an exact FP16 pair.
 VOLT_DEVICE u32 blockScalePair(u32 scaleByte) {
   return mulHalf2(decodeE4M3Pair(scaleByte), kHalf2Two8);

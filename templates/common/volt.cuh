@@ -29,6 +29,17 @@ struct u32x4 {
   u32 x, y, z, w;
 };
 
+} // namespace volt
+
+/// Declares `name`, the block's dynamic shared memory, as an array of `type`.
+#if defined(__CUDACC__)
+#define VOLT_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#else
+#define VOLT_DYNAMIC_SHARED(type, name) type *name = ::volt::sim::dynamicShared<type>()
+#endif
+
+namespace volt {
+
 #if defined(__CUDACC__)
 
 // ---- FP16 <-> FP32 -------------------------------------------------------
@@ -131,8 +142,6 @@ VOLT_DEVICE u32 warpBallot(bool p) {
   return mask;
 }
 
-VOLT_DEVICE int popCount(u32 v) { return __popc(v); }
-
 /// Lanes holding the same value as this one, as a mask.
 VOLT_DEVICE u32 matchAny(int v) {
   u32 mask;
@@ -146,6 +155,31 @@ VOLT_DEVICE u32 lanesBelow() {
   asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
   return mask;
 }
+
+// ---- Tensor cores --------------------------------------------------------
+
+/// Volta's native tensor-core operation, per quad pair of the warp (lanes
+/// 0-3 with 16-19, 4-7 with 20-23, ...): D[8x8] = A[8x4] * B[4x8] + C, A
+/// row-major and B column-major FP16, C and D FP32. Fragments (lane l, with
+/// g = l >> 4): `a` holds A[(l & 3) + 4g][0..3], `b` holds B[0..3][(l & 3) +
+/// 4g], two halves per word, low half first; `c[i]` is C[row][col] with row
+/// = (l & 1) + 4g + (i & 2), col = (l & 2) + (i & 1) + (i & 4).
+VOLT_DEVICE void mma884(float (&c)[8], u32 a0, u32 a1, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+               "{%8, %9}, {%10, %11}, {%0, %1, %2, %3, %4, %5, %6, %7};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]),
+                 "+f"(c[7])
+               : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
+}
+
+#endif // __CUDACC__
+
+// Everything below is built on the primitives above. The unit tests run it
+// on the host with an emulation of those primitives (VOLT_SIMT,
+// tests/unit/codegen/simt), together with the kernels that use it.
+#if defined(__CUDACC__) || defined(VOLT_SIMT)
+
+VOLT_DEVICE int popCount(u32 v) { return __popc(v); }
 
 /// Sum over the warp, in the butterfly order (every lane gets the sum).
 VOLT_DEVICE float warpSum(float v) {
@@ -177,22 +211,6 @@ template <int Warps> VOLT_DEVICE float blockSum(float v, float *scratch) {
   return total;
 }
 
-// ---- Tensor cores --------------------------------------------------------
-
-/// Volta's native tensor-core operation, per quad pair of the warp (lanes
-/// 0-3 with 16-19, 4-7 with 20-23, ...): D[8x8] = A[8x4] * B[4x8] + C, A
-/// row-major and B column-major FP16, C and D FP32. Fragments (lane l, with
-/// g = l >> 4): `a` holds A[(l & 3) + 4g][0..3], `b` holds B[0..3][(l & 3) +
-/// 4g], two halves per word, low half first; `c[i]` is C[row][col] with row
-/// = (l & 1) + 4g + (i & 2), col = (l & 2) + (i & 1) + (i & 4).
-VOLT_DEVICE void mma884(float (&c)[8], u32 a0, u32 a1, u32 b0, u32 b1) {
-  asm volatile("mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, "
-               "{%8, %9}, {%10, %11}, {%0, %1, %2, %3, %4, %5, %6, %7};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]),
-                 "+f"(c[7])
-               : "r"(a0), "r"(a1), "r"(b0), "r"(b1));
-}
-
 /// Row of the accumulator element c[i] held by `lane` (see mma884).
 VOLT_DEVICE int mmaRow(int lane, int i) { return (lane & 1) + ((lane >> 4) << 2) + (i & 2); }
 /// Column of the accumulator element c[i] held by `lane`.
@@ -203,6 +221,6 @@ VOLT_DEVICE int mmaCol(int lane, int i) { return (lane & 2) + (i & 1) + (i & 4);
 /// silu(g) * u as the cpu backend computes it: g / (1 + exp(-g)) * u.
 VOLT_DEVICE float siluTimes(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
-#endif // __CUDACC__
+#endif // __CUDACC__ || VOLT_SIMT
 
 } // namespace volt

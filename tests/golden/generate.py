@@ -33,7 +33,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import safetensors
 import tokenizers
 import torch
 import transformers
@@ -41,8 +40,11 @@ from safetensors.numpy import save_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dequant_checks  # noqa: E402
 import fp16_emulation  # noqa: E402
 import nvfp4_decode  # noqa: E402
+from tolerance import (TOLERANCE, compared_rel_diffs, diff_stats, first_tie,  # noqa: E402
+                       margins, position_rtol, robust_prefix, tolerance_check)
 
 PINNED = {
     "torch": "2.15.0",
@@ -61,11 +63,11 @@ EXPECTED_DIR = HERE / "expected"
 # name -> (volt-mkmodel --family, --format, --seed). Same seed for the three
 # qwen3-moe formats: they quantize the same values.
 MODELS = {
-    "qwen3-moe-modelopt": ("qwen3-moe", "modelopt", 101),
-    "qwen3-moe-compressed-tensors": ("qwen3-moe", "compressed-tensors", 101),
-    "qwen3-moe-bf16": ("qwen3-moe", "bf16", 101),
-    "qwen2-moe-modelopt": ("qwen2-moe", "modelopt", 202),
-    "mixtral-modelopt": ("mixtral", "modelopt", 303),
+    "qwen3-moe-modelopt": ("qwen3-moe", "modelopt", 11),
+    "qwen3-moe-compressed-tensors": ("qwen3-moe", "compressed-tensors", 11),
+    "qwen3-moe-bf16": ("qwen3-moe", "bf16", 11),
+    "qwen2-moe-modelopt": ("qwen2-moe", "modelopt", 10),
+    "mixtral-modelopt": ("mixtral", "modelopt", 14),
     "qwen3-modelopt": ("qwen3", "modelopt", 404),
 }
 
@@ -128,12 +130,6 @@ def weight_files(model_dir):
     return sorted(p.name for p in model_dir.glob("*.safetensors"))
 
 
-def margins(rows):
-    """top-1 minus top-2 logit of each row."""
-    top2 = np.sort(rows, axis=-1)[:, -2:]
-    return top2[:, 1] - top2[:, 0]
-
-
 def float_model_dir(model_dir, state, tmp):
     """A float32 checkpoint of the dequantized state: config.json less quantization_config."""
     config = json.loads((model_dir / "config.json").read_text())
@@ -185,22 +181,6 @@ def forward_hf(model, ids):
         return model(torch.tensor([ids])).logits[0].float().numpy()
 
 
-def diff_stats(ref, other):
-    """Max abs / rel difference of logit rows, and where the argmax disagrees."""
-    d = np.abs(other.astype(np.float64) - ref.astype(np.float64))
-    scale = np.abs(ref).max(axis=-1)
-    flips = np.nonzero(ref.argmax(-1) != other.argmax(-1))[0]
-    ref_margin = margins(ref)
-    return {
-        "max_abs": float(d.max()),
-        "max_rel_to_row_max": float((d.max(axis=-1) / scale).max()),
-        "rms_abs": float(np.sqrt((d ** 2).mean())),
-        "logit_std": float(ref.std()),
-        "argmax_flips": [int(p) for p in flips],
-        "margins_at_flips": [float(ref_margin[p]) for p in flips],
-    }
-
-
 def sanity(last_row, generated):
     std = float(last_row.std())
     distinct = len(set(generated))
@@ -213,7 +193,8 @@ def sanity(last_row, generated):
             "longest_repeat_run": longest, "ok": ok}
 
 
-def run_case(name, model_dir, state, quantized, hf_model, tok, prompt_text, steps, long_case):
+def run_case(name, model_dir, state, quantized, hf_model, tok, prompt_text, steps, long_case,
+             relative_to=REPO):
     config = json.loads((model_dir / "config.json").read_text())
     prompt_ids = tok.encode(prompt_text, add_special_tokens=False).ids
     hf_tok = AutoTokenizer.from_pretrained(str(model_dir))
@@ -234,17 +215,28 @@ def run_case(name, model_dir, state, quantized, hf_model, tok, prompt_text, step
                            % (name, independent))
 
     emu = fp16_emulation.Forward(config, state, fp16=True, quantized_modules=quantized)
-    emu_stats = diff_stats(full, emu.logits(sequence).numpy())
+    emu_logits = emu.logits(sequence).numpy()
+    emu_stats = diff_stats(full, emu_logits)
     if gaps32:
         emu_stats["router_gap_max_change"] = float(max(
             (a - b).abs().max() for a, b in zip(gaps32, emu.router_gaps)))
     emu_generated = emu.greedy(prompt_ids, steps)
     agree = next((i for i, (a, b) in enumerate(zip(generated, emu_generated)) if a != b), steps)
     emu_stats["greedy_tokens_equal_before_first_difference"] = agree
+    gap_min = torch.stack(gaps32).min(0).values.numpy() if gaps32 else None
+    prefix = robust_prefix(margins(step_logits), gap_min, len(prompt_ids))
+    (emu_stats["max_rel_compared_before_tie"],
+     emu_stats["max_rel_compared_after_tie"]) = compared_rel_diffs(full, gap_min, emu_logits)
+    emu_stats["tolerance_violations"] = tolerance_check(full, gap_min, emu_logits, generated,
+                                                        emu_generated, prefix)
 
     half = copy.deepcopy(hf_model).to(torch.float16)  # .to() in place would change hf_model
-    half_stats = diff_stats(full, forward_hf(half, sequence))
+    half_logits = forward_hf(half, sequence)
     del half
+    half_stats = diff_stats(full, half_logits)
+    # informative only: transformers rounds at more points than volt does
+    half_stats["tolerance_violations_teacher_forced"] = tolerance_check(
+        full, gap_min, half_logits, generated, generated, prefix)
 
     if long_case:
         rows = [p for p in range(len(prompt_ids)) if p % LONG_ROW_EVERY == LONG_ROW_EVERY - 1]
@@ -258,7 +250,7 @@ def run_case(name, model_dir, state, quantized, hf_model, tok, prompt_text, step
         check["known_degenerate"] = KNOWN_DEGENERATE[name]
     return {
         "case": name,
-        "model": str(model_dir.relative_to(REPO)),
+        "model": str(model_dir.relative_to(relative_to)),
         "model_files_sha256": {f: sha256(model_dir / f) for f in files},
         "reference": "transformers %s, torch %s, float32, CPU, attn_implementation=%s"
                      % (transformers.__version__, torch.__version__,
@@ -270,10 +262,14 @@ def run_case(name, model_dir, state, quantized, hf_model, tok, prompt_text, step
         "prompt_margins": margins(prompt_logits),
         "prompt_logit_positions": rows,
         "prompt_logits": prompt_logits[rows],
-        "sequence_router_min_gap": (torch.stack(gaps32).min(0).values.numpy() if gaps32 else None),
+        "sequence_router_min_gap": gap_min,
         "generated_ids": generated,
         "step_margins": margins(step_logits),
         "step_logits": step_logits,
+        "tolerance": TOLERANCE,
+        "sequence_first_router_tie": first_tie(gap_min),
+        "sequence_rtol": position_rtol(gap_min, len(sequence)),
+        "greedy_robust_prefix": prefix,
         "checks": {
             "sanity": check,
             "kv_cache_vs_full_forward_max_abs": cache_vs_full,
@@ -287,10 +283,13 @@ def run_case(name, model_dir, state, quantized, hf_model, tok, prompt_text, step
 # ---- JSON output: one logit row per line, float32 values in shortest form ----
 
 def fmt_float(x):
+    """Shortest decimal that gives back the same float32 when parsed as a double and
+    rounded to float (what a C++ reader does); 9 significant digits where it would not."""
     x = np.float32(x)
     if not np.isfinite(x):
         raise ValueError("non-finite value in output")
-    return str(x)
+    text = str(x)
+    return text if np.float32(float(text)) == x else "%.9g" % x
 
 
 def dump(obj, indent=0):
@@ -318,76 +317,62 @@ def write_json(path, obj):
 
 # ---- the dequantization cross-checks ----
 
-def compare_states(a, b, modules):
-    """Max abs / rel difference over the weights of `modules` between two state dicts,
-    tensors split into those equal up to float32 rounding and those that differ more."""
-    rounding, differ = [], []
-    worst_abs, worst_rel, rounding_abs = 0.0, 0.0, 0.0
-    for m in modules:
-        x, y = a[m + ".weight"].astype(np.float64), b[m + ".weight"].astype(np.float64)
-        d = np.abs(x - y)
-        rel = float((d / np.maximum(np.abs(x), 1e-30)).max())
-        worst_abs = max(worst_abs, float(d.max()))
-        worst_rel = max(worst_rel, float(d.max() / np.abs(x).max()))
-        if rel <= 2.0 ** -22:  # a couple of float32 ulps
-            rounding.append(m)
-            rounding_abs = max(rounding_abs, float(d.max()))
-        else:
-            differ.append(m)
-    return {"tensors_compared": len(modules), "max_abs": worst_abs,
-            "max_abs_rel_to_tensor_max": worst_rel,
-            "equal_up_to_float32_rounding": len(rounding),
-            "max_abs_among_those": rounding_abs,
-            "differing_beyond_rounding": differ}
+def seed_scan(mkmodel, family, fmt, seeds):
+    """For each seed: the first routing tie and the robust prefix of the short case, from the
+    independent float32 forward alone (fast; how the committed seeds were picked)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in seeds:
+            model_dir = Path(tmp) / str(seed)
+            subprocess.run([mkmodel, "--family", family, "--format", fmt, "--seed", str(seed),
+                            "-o", str(model_dir)], check=True, stdout=subprocess.DEVNULL)
+            state, quantized = nvfp4_decode.dequantize(
+                nvfp4_decode.load_tensors(model_dir, weight_files(model_dir)), fmt)
+            config = json.loads((model_dir / "config.json").read_text())
+            tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+            prompt = tok.encode(SHORT_PROMPT, add_special_tokens=False).ids
+            f = fp16_emulation.Forward(config, state, fp16=False, quantized_modules=quantized)
+            generated = f.greedy(prompt, SHORT_STEPS)
+            logits = f.logits(prompt + generated[:-1]).numpy()
+            gaps = torch.stack(f.router_gaps).min(0).values.numpy() if f.router_gaps else None
+            m = margins(logits[len(prompt) - 1:])
+            print("%s %s seed %d: first tie %s, robust prefix %d, min step margin %.4f, distinct %d"
+                  % (family, fmt, seed, first_tie(gaps), robust_prefix(m, gaps, len(prompt)),
+                     float(m.min()), len(set(generated))), flush=True)
 
 
-def library_crosscheck(model_dir, tensors, state):
-    """compressed-tensors' own decompression (run through transformers) against ours.
-
-    transformers fuses per-expert linears into 3-D parameters, so those are
-    compared after stacking ours the same way. Each parameter is classified by
-    which of our values it equals exactly."""
-    from transformers.utils.quantization_config import CompressedTensorsConfig
-    model = AutoModelForCausalLM.from_pretrained(
-        str(model_dir), dtype=torch.float32,
-        quantization_config=CompressedTensorsConfig(run_compressed=False))
-
-    def bf16(x):
-        return torch.from_numpy(np.ascontiguousarray(x)).to(torch.bfloat16).float().numpy()
-
-    def products(module):  # e2m1 * e4m3 without the global scale
-        return nvfp4_decode.block_products(
-            nvfp4_decode.raw_bytes(tensors[module + ".weight_packed"]),
-            nvfp4_decode.raw_bytes(tensors[module + ".weight_scale"]))
-
-    verdicts = {}
-    for key, p in model.named_parameters():
-        theirs = p.detach().float().numpy()
-        if key in state:
-            ours = state[key]
-            no_global = products(key[:-len(".weight")]) if key[:-len(".weight")] + ".weight_packed" in tensors else None
-        else:
-            base, what = key.rsplit(".", 1)
-            parts = ["gate_proj", "up_proj"] if what == "gate_up_proj" else ["down_proj"]
-            experts = range(theirs.shape[0])
-            ours = np.stack([np.concatenate([state["%s.%d.%s.weight" % (base, e, q)] for q in parts])
-                             for e in experts])
-            no_global = np.stack([np.concatenate([products("%s.%d.%s" % (base, e, q)) for q in parts])
-                                  for e in experts])
-        if np.array_equal(theirs, ours):
-            verdict = "identical"
-        elif np.array_equal(theirs, bf16(ours)):
-            verdict = "identical after rounding ours to bfloat16"
-        elif no_global is not None and np.array_equal(theirs, bf16(no_global)):
-            verdict = "equals e2m1*e4m3 WITHOUT the global scale (library result wrong)"
-        else:
-            verdict = "different (max abs %g)" % float(np.abs(theirs - ours).max())
-        verdicts.setdefault(verdict, []).append(key)
-    return {"package": "compressed-tensors %s via transformers %s (run_compressed=False)"
-                       % (PINNED["compressed-tensors"], transformers.__version__),
-            "parameters": sum(len(v) for v in verdicts.values()),
-            "by_verdict": {k: (v if len(v) <= 8 else v[:8] + ["... %d in all" % len(v)])
-                           for k, v in verdicts.items()}}
+def tolerance_study(mkmodel, seeds):
+    """The FP16-emulation and HF float16 differences over more seeds of every family
+    (temporary models, nothing written): the spread behind the tolerances in docs/golden.md."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for family, fmt in (("qwen3-moe", "modelopt"), ("qwen2-moe", "modelopt"),
+                            ("mixtral", "modelopt"), ("qwen3", "modelopt"), ("qwen3-moe", "bf16")):
+            for seed in seeds:
+                name = "%s-%s-%d" % (family, fmt, seed)
+                model_dir = Path(tmp) / name
+                subprocess.run([mkmodel, "--family", family, "--format", fmt, "--seed", str(seed),
+                                "-o", str(model_dir)], check=True, stdout=subprocess.DEVNULL)
+                tensors = nvfp4_decode.load_tensors(model_dir, weight_files(model_dir))
+                state, quantized = nvfp4_decode.dequantize(tensors, fmt)
+                path = model_dir if fmt == "bf16" else float_model_dir(model_dir, state, tempfile.mkdtemp(dir=tmp))
+                tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+                r = run_case(name, model_dir, state, quantized, load_hf(path, state), tok,
+                             SHORT_PROMPT, SHORT_STEPS, False, relative_to=Path(tmp))
+                e, h = r["fp16_emulation"], r["hf_float16"]
+                rows.append((name, e["max_abs"], e["max_rel_to_row_max"], len(e["argmax_flips"]),
+                             e["greedy_tokens_equal_before_first_difference"], h["max_abs"],
+                             h["max_rel_to_row_max"], len(h["argmax_flips"]),
+                             float(r["step_margins"].min()), r["checks"]["sanity"]["ok"],
+                             r["greedy_robust_prefix"], e["tolerance_violations"],
+                             e["max_rel_compared_before_tie"], e["max_rel_compared_after_tie"],
+                             e["max_margin_change"], e.get("router_gap_max_change")))
+                print("%-26s emu %.4f (rel %.4f, flips %d, greedy %2d/%d)  hf16 %.4f (rel %.4f, "
+                      "flips %d)  min step margin %.4f  sane %s  robust prefix %d  violations %s  "
+                      "compared rel before/after tie %s/%s  margin change %.4f  gap change %s"
+                      % (rows[-1][:4] + (rows[-1][4], SHORT_STEPS) + rows[-1][5:]), flush=True)
+    worst = max(rows, key=lambda r: r[2])
+    print("worst FP16-emulation max_rel_to_row_max: %.4f (%s)" % (worst[2], worst[0]))
+    print("cases whose FP16 emulation fails the tolerances: %s" % [r[0] for r in rows if r[11]])
 
 
 def main():
@@ -395,11 +380,24 @@ def main():
     ap.add_argument("--mkmodel", help="volt-mkmodel binary: rewrite tests/golden/models first")
     ap.add_argument("--only", action="append", help="case name (repeatable)")
     ap.add_argument("--allow-other-versions", action="store_true")
+    ap.add_argument("--study-seeds", type=int, default=0, metavar="N",
+                    help="with --mkmodel: only run the tolerance study over N more seeds per family")
+    ap.add_argument("--scan-seeds", nargs=4, metavar=("FAMILY", "FORMAT", "FIRST", "COUNT"),
+                    help="with --mkmodel: only print each seed's first routing tie and robust prefix")
     args = ap.parse_args()
     versions = check_versions(args.allow_other_versions)
     torch.manual_seed(0)
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     nvfp4_decode.check_e4m3_table_against_torch()
+    if args.scan_seeds:
+        family, fmt, first, count = args.scan_seeds
+        seed_scan(args.mkmodel, family, fmt, range(int(first), int(first) + int(count)))
+        return
+    if args.study_seeds:
+        if not args.mkmodel:
+            sys.exit("--study-seeds needs --mkmodel")
+        tolerance_study(args.mkmodel, range(1000, 1000 + args.study_seeds))
+        return
 
     if args.mkmodel:
         for name, (family, fmt, seed) in MODELS.items():
@@ -445,11 +443,19 @@ def main():
                     "fp16_emulation": {k: result["fp16_emulation"][k] for k in
                                        ("max_abs", "max_rel_to_row_max", "rms_abs", "argmax_flips",
                                         "greedy_tokens_equal_before_first_difference",
-                                        "router_gap_max_change") if k in result["fp16_emulation"]},
+                                        "router_gap_max_change", "max_margin_change",
+                                        "max_rel_compared_before_tie", "max_rel_compared_after_tie",
+                                        "tolerance_violations")
+                                       if k in result["fp16_emulation"]},
+                    "greedy_robust_prefix": result["greedy_robust_prefix"],
+                    "sequence_first_router_tie": result["sequence_first_router_tie"],
                     "hf_float16": {k: result["hf_float16"][k] for k in
                                    ("max_abs", "max_rel_to_row_max", "argmax_flips")},
                 }
                 print("%-34s %s" % (case, json.dumps(summary["cases"][case])), flush=True)
+                if result["fp16_emulation"]["tolerance_violations"]:
+                    sys.exit("%s: the FP16 emulation fails the tolerances: %s"
+                             % (case, result["fp16_emulation"]["tolerance_violations"]))
                 if not result["checks"]["sanity"]["ok"]:
                     if case not in KNOWN_DEGENERATE:
                         sys.exit("%s looks degenerate: %s" % (case, result["checks"]["sanity"]))
@@ -461,11 +467,12 @@ def main():
         if mods != quantized_of["qwen3-moe-compressed-tensors"]:
             raise RuntimeError("ModelOpt and compressed-tensors quantize different linears")
         crosscheck = {
-            "modelopt_vs_compressed_tensors": compare_states(mo, ct, mods),
-            "modelopt_vs_bf16_source": compare_states(bf, mo, mods),
-            "compressed_tensors_vs_bf16_source": compare_states(bf, ct, mods),
-            "compressed_tensors_library_vs_ours": library_crosscheck(
-                MODELS_DIR / "qwen3-moe-compressed-tensors", ct_tensors, ct),
+            "modelopt_vs_compressed_tensors": dequant_checks.compare_states(mo, ct, mods),
+            "modelopt_vs_bf16_source": dequant_checks.compare_states(bf, mo, mods),
+            "compressed_tensors_vs_bf16_source": dequant_checks.compare_states(bf, ct, mods),
+            "compressed_tensors_library_vs_ours": dequant_checks.library_crosscheck(
+                MODELS_DIR / "qwen3-moe-compressed-tensors", ct_tensors, ct,
+                PINNED["compressed-tensors"]),
         }
         summary["dequantization"] = crosscheck
         print(json.dumps(crosscheck, indent=1))

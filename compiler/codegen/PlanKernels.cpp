@@ -1,0 +1,239 @@
+//===- PlanKernels.cpp ----------------------------------------------------===//
+#include "compiler/codegen/PlanKernels.h"
+
+#include "dialects/Vexec/OpKinds.h"
+#include "dialects/Vexec/VexecOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace volt::codegen {
+namespace {
+
+using namespace mlir;
+namespace vx = volt::vexec;
+namespace fb = flatbuffers;
+
+int64_t intOf(DictionaryAttr d, StringRef name, int64_t fallback = 0) {
+  auto a = d ? d.getAs<IntegerAttr>(name) : IntegerAttr();
+  return a ? a.getInt() : fallback;
+}
+
+double floatOf(DictionaryAttr d, StringRef name, double fallback) {
+  auto a = d ? d.getAs<FloatAttr>(name) : FloatAttr();
+  return a ? a.getValueAsDouble() : fallback;
+}
+
+bool flagOf(DictionaryAttr d, StringRef name) {
+  auto a = d ? d.getAs<BoolAttr>(name) : BoolAttr();
+  return a && a.getValue();
+}
+
+StringRef stringOf(DictionaryAttr d, StringRef name) {
+  auto a = d ? d.getAs<StringAttr>(name) : StringAttr();
+  return a ? a.getValue() : StringRef();
+}
+
+/// The step program's operands, as the plan numbers them (the order of
+/// compiler/plan's collect()).
+struct Operands {
+  llvm::DenseMap<Value, OperandInfo> byValue;
+  SmallVector<vx::LaunchOp> launches;
+};
+
+Result<Operands> collect(func::FuncOp step) {
+  Operands o;
+  uint32_t weights = 0, allocs = 0;
+  for (Operation &op : step.getBody().front()) {
+    OperandInfo info;
+    if (auto in = dyn_cast<vx::InputOp>(op)) {
+      info.kind = OperandKind::Input;
+      for (; info.index < std::size(vx::kStepInputs); ++info.index)
+        if (vx::kStepInputs[info.index] == std::string_view(in.getName()))
+          break;
+      o.byValue[in] = info;
+    } else if (auto out = dyn_cast<vx::OutputOp>(op)) {
+      info.kind = OperandKind::Output;
+      info.f32 = true;
+      info.perSequence = true;
+      o.byValue[out] = info;
+    } else if (auto kv = dyn_cast<vx::KvCacheOp>(op)) {
+      info.kind = OperandKind::KvCache;
+      info.index = static_cast<uint32_t>(kv.getLayer());
+      o.byValue[kv] = info;
+    } else if (auto w = dyn_cast<vx::WeightOp>(op)) {
+      info.kind = OperandKind::Weight;
+      info.index = weights++;
+      info.shape.assign(w.getShape().begin(), w.getShape().end());
+      for (int64_t rows : w.getPartRows())
+        info.partRows.push_back(static_cast<uint32_t>(rows));
+      if (info.partRows.size() == 1)
+        info.partRows.clear();
+      if (auto g = w.getGlobalScales())
+        info.globalScales.assign(g->begin(), g->end());
+      info.nvfp4 = w.getLayout() == "nvfp4";
+      info.f32 = w.getDtype().isF32();
+      o.byValue[w] = info;
+    } else if (auto a = dyn_cast<vx::AllocOp>(op)) {
+      info.kind = OperandKind::Arena;
+      info.index = allocs++;
+      info.f32 = a.getDtype().isF32();
+      info.perSequence = a.getPerTokenBytes() == 0;
+      o.byValue[a] = info;
+    } else if (auto l = dyn_cast<vx::LaunchOp>(op)) {
+      o.launches.push_back(l);
+    }
+  }
+  return o;
+}
+
+OpInfo opInfoOf(vx::LaunchOp l, const Operands &operands, uint32_t rank) {
+  OpInfo op;
+  op.kind = l.getKind().str();
+  op.name = l.getName().str();
+  for (Value v : l.getOperands_())
+    op.operands.push_back(operands.byValue.lookup(v));
+  DictionaryAttr d = l.getParams();
+  OpParamValues &p = op.params;
+  p.dim = intOf(d, "dim");
+  p.outFeatures = intOf(d, "out_features");
+  p.eps = static_cast<float>(floatOf(d, "eps", 1e-6));
+  p.vocabRows = intOf(d, "vocab_rows");
+  if (flagOf(d, "vocab_parallel"))
+    p.vocabStart = rank * p.vocabRows;
+  p.numHeads = intOf(d, "num_heads");
+  p.numKvHeads = intOf(d, "num_kv_heads");
+  p.headDim = intOf(d, "head_dim");
+  p.ropeTheta = static_cast<float>(floatOf(d, "rope_theta", 10000.0));
+  p.layer = intOf(d, "layer");
+  p.numExperts = intOf(d, "num_experts");
+  p.topK = intOf(d, "top_k");
+  p.renormalize = flagOf(d, "renormalize");
+  p.gatherTokens = flagOf(d, "gather_tokens");
+  p.accumulate = flagOf(d, "accumulate");
+  p.outF32 = stringOf(d, "out_dtype") == "f32";
+  p.siluEpilogue = stringOf(d, "epilogue") == "silu_mul";
+  return op;
+}
+
+std::vector<Variant> variantsOf(vx::LaunchOp l) {
+  std::vector<Variant> variants;
+  for (Attribute a : l.getKernels()) {
+    auto d = dyn_cast<DictionaryAttr>(a);
+    if (!d)
+      continue;
+    Variant v;
+    v.maxTokens = intOf(d, "max_tokens");
+    v.kernel = stringOf(d, "kernel").str();
+    for (NamedAttribute field : d)
+      if (auto i = dyn_cast<IntegerAttr>(field.getValue()); i && field.getName() != "max_tokens")
+        v.config[field.getName().str()] = i.getInt();
+    variants.push_back(std::move(v));
+  }
+  return variants;
+}
+
+plan::GridDim gridDim(const GridRule &r) {
+  return plan::GridDim(r.perToken, r.perSeq, r.fixed, r.divisor);
+}
+
+} // namespace
+
+Result<TargetInfo> targetInfoOf(ModuleOp module) {
+  auto target = module->getAttrOfType<DictionaryAttr>("volt.target");
+  StringRef arch = stringOf(target, "arch");
+  if (!arch.starts_with("sm_"))
+    return Error("internal error: the module's volt.target has no GPU arch (found '" + arch.str() +
+                 "')");
+  TargetInfo t;
+  t.smVersion = std::atoi(arch.drop_front(3).str().c_str());
+  t.smCount = static_cast<int>(intOf(target, "sm_count", t.smCount));
+  t.registersPerSm = static_cast<uint32_t>(intOf(target, "registers_per_sm", t.registersPerSm));
+  t.sharedMemoryPerBlockOptinBytes = static_cast<uint32_t>(
+      intOf(target, "shared_memory_per_block_optin_bytes", t.sharedMemoryPerBlockOptinBytes));
+  t.sharedMemoryPerSmBytes = std::max(t.sharedMemoryPerBlockOptinBytes, 49152u);
+  t.memoryBandwidthGbps = floatOf(target, "memory_bandwidth_gbps", t.memoryBandwidthGbps);
+  t.fp16TensorTflops = floatOf(target, "fp16_tensor_tflops", t.fp16TensorTflops);
+  // Resident threads per SM (CUDA C++ Programming Guide, per compute
+  // capability): volt.target does not carry it.
+  t.maxThreadsPerSm = t.smVersion == 75                          ? 1024
+                      : (t.smVersion == 86 || t.smVersion == 89) ? 1536
+                                                                 : 2048;
+  return t;
+}
+
+Result<PlanKernels> PlanKernels::build(ModuleOp module, uint32_t ranks,
+                                       const CodegenOptions &options) {
+  auto step = module.lookupSymbol<func::FuncOp>("step");
+  auto memory = module->getAttrOfType<DictionaryAttr>("vexec.memory");
+  if (!step || !memory)
+    return Error("internal error: the module has no planned step program");
+  VOLT_ASSIGN_OR_RETURN(TargetInfo target, targetInfoOf(module));
+  VOLT_ASSIGN_OR_RETURN(Operands operands, collect(step));
+  ProgramInfo program;
+  program.kvBlocks = static_cast<uint32_t>(intOf(memory, "kv_blocks"));
+  program.kvBlockSize = static_cast<uint32_t>(intOf(memory, "kv_block_size"));
+  program.kvHeads = static_cast<uint32_t>(intOf(memory, "kv_heads"));
+  program.headDim = static_cast<uint32_t>(intOf(memory, "head_dim"));
+  program.maxBlocksPerSeq = static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq"));
+  program.maxNumBatchedTokens = static_cast<uint32_t>(intOf(memory, "max_num_batched_tokens"));
+
+  PlanKernels result;
+  KernelRegistry registry;
+  result.launches_.resize(ranks);
+  for (uint32_t r = 0; r < ranks; ++r) {
+    program.rank = r;
+    for (vx::LaunchOp l : operands.launches) {
+      auto planned =
+          planLaunches(opInfoOf(l, operands, r), variantsOf(l), program, target, registry);
+      if (!planned)
+        return planned.error();
+      result.launches_[r].push_back(std::move(*planned));
+    }
+  }
+  if (options.log)
+    options.log("building " + std::to_string(registry.requests().size()) + " kernels for " +
+                target.arch());
+  VOLT_ASSIGN_OR_RETURN(result.kernels_, buildKernels(registry.requests(), target, options));
+  if (options.log)
+    options.log("kernels: " + std::to_string(result.kernels_.compiled) + " compiled, " +
+                std::to_string(result.kernels_.cached) + " from the cache (NVRTC " +
+                result.kernels_.nvrtcVersion + ")");
+  return result;
+}
+
+fb::Offset<fb::Vector<fb::Offset<plan::Kernel>>>
+PlanKernels::writeKernels(fb::FlatBufferBuilder &b) const {
+  std::vector<fb::Offset<plan::Kernel>> kernels;
+  for (const CompiledKernel &k : kernels_.kernels) {
+    auto resources =
+        plan::CreateKernelResources(b, k.resources.registers, k.resources.staticSharedBytes,
+                                    k.resources.localBytes, k.request.threads);
+    kernels.push_back(plan::CreateKernel(b, b.CreateString(k.request.kernel),
+                                         b.CreateString(k.request.key()), b.CreateVector(k.cubin),
+                                         b.CreateString(k.ptx), resources));
+  }
+  return b.CreateVector(kernels);
+}
+
+fb::Offset<fb::Vector<fb::Offset<plan::Launch>>>
+PlanKernels::writeLaunches(fb::FlatBufferBuilder &b, uint32_t rank, size_t op) const {
+  std::vector<fb::Offset<plan::Launch>> launches;
+  for (const PlannedLaunch &l : launches_.at(rank).at(op)) {
+    std::vector<fb::Offset<plan::Arg>> args;
+    for (const LaunchArg &a : l.args) {
+      plan::Operand operand(static_cast<plan::OperandKind>(a.operandKind), a.operandIndex);
+      args.push_back(plan::CreateArg(b, static_cast<plan::ArgKind>(a.kind),
+                                     a.kind == LaunchArg::Kind::Pointer ? &operand : nullptr,
+                                     a.offset, a.i32, a.f32));
+    }
+    auto argsVector = b.CreateVector(args);
+    plan::GridDim x = gridDim(l.grid[0]), y = gridDim(l.grid[1]), z = gridDim(l.grid[2]);
+    launches.push_back(plan::CreateLaunch(b, l.maxTokens, static_cast<uint32_t>(l.kernel), &x, &y,
+                                          &z, l.block[0], l.block[1], l.block[2], l.sharedBytes,
+                                          argsVector));
+  }
+  return b.CreateVector(launches);
+}
+
+} // namespace volt::codegen

@@ -1,0 +1,612 @@
+//===- SimtOpsTest.cpp - the non-GEMM templates, run on the host ----------===//
+//
+// Embedding, norms, QK-norm + RoPE, activations, routing, align, combine,
+// gather and paged attention: planned as voltc plans them, run through the
+// SIMT emulator, compared with the cpu backend's op — bit for bit where the
+// op is exact (copies, the sort, combine's fixed-order sum, the residual
+// add), within the documented tolerance where the kernel sums in another
+// order or uses the GPU's exp.
+//
+//===----------------------------------------------------------------------===//
+#include "tests/unit/codegen/simt/SimtHarness.h"
+
+#include "runtime/cpu/Ops.h"
+
+#include <numeric>
+#include <tuple>
+
+using namespace volt;
+
+namespace embedding_ragged {
+#define VOLT_DIM 40
+#define VOLT_VOCAB_ROWS 50
+#define VOLT_THREADS 256
+#define embedding embedding_ragged_entry
+#include "embedding.cu"
+#undef embedding
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace embedding_ragged
+
+namespace rms_norm_f32 {
+#define VOLT_DIM 100
+#define VOLT_IN_F32 1
+#define VOLT_THREADS 256
+#define rms_norm rms_norm_f32_entry
+#include "rms_norm.cu"
+#undef rms_norm
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace rms_norm_f32
+
+namespace add_rms_norm_f16 {
+#define VOLT_DIM 300
+#define VOLT_IN_F32 0
+#define VOLT_RES_F32 0
+#define VOLT_THREADS 256
+#define add_rms_norm add_rms_norm_f16_entry
+#include "add_rms_norm.cu"
+#undef add_rms_norm
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace add_rms_norm_f16
+
+namespace add_rms_norm_f32 {
+#define VOLT_DIM 300
+#define VOLT_IN_F32 0
+#define VOLT_RES_F32 1
+#define VOLT_THREADS 256
+#define add_rms_norm add_rms_norm_f32_entry
+#include "add_rms_norm.cu"
+#undef add_rms_norm
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace add_rms_norm_f32
+
+namespace rope_norm {
+#define VOLT_HEADS 4
+#define VOLT_KV_HEADS 2
+#define VOLT_HEAD_DIM 64
+#define VOLT_HAS_NORM 1
+#define VOLT_THREADS 32
+#define qk_norm_rope rope_norm_entry
+#include "qk_norm_rope.cu"
+#undef qk_norm_rope
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace rope_norm
+
+namespace rope_plain {
+#define VOLT_HEADS 2
+#define VOLT_KV_HEADS 1
+#define VOLT_HEAD_DIM 128
+#define VOLT_HAS_NORM 0
+#define VOLT_THREADS 64
+#define qk_norm_rope rope_plain_entry
+#include "qk_norm_rope.cu"
+#undef qk_norm_rope
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace rope_plain
+
+namespace silu_mul_small {
+#define VOLT_DIM 70
+#define VOLT_THREADS 256
+#define silu_mul silu_mul_entry
+#include "silu_mul.cu"
+#undef silu_mul
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace silu_mul_small
+
+namespace gate_add {
+#define VOLT_DIM 48
+#define VOLT_GATE_F32 1
+#define VOLT_THREADS 256
+#define sigmoid_gate_add gate_add_entry
+#include "sigmoid_gate_add.cu"
+#undef sigmoid_gate_add
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace gate_add
+
+namespace gather_f32 {
+#define VOLT_DIM 24
+#define VOLT_ELEMENT_BYTES 4
+#define VOLT_THREADS 256
+#define gather_rows gather_f32_entry
+#include "gather_rows.cu"
+#undef gather_rows
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace gather_f32
+
+namespace router {
+#define VOLT_EXPERTS 60
+#define VOLT_TOP_K 4
+#define VOLT_RENORMALIZE 1
+#define VOLT_THREADS 128
+#define moe_router router_entry
+#include "moe_router.cu"
+#undef moe_router
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace router
+
+namespace align {
+#define VOLT_EXPERTS 60
+#define VOLT_TOP_K 4
+#define VOLT_THREADS 1024
+#define moe_align align_entry
+#include "moe_align.cu"
+#undef moe_align
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace align
+
+namespace combine {
+#define VOLT_DIM 96
+#define VOLT_TOP_K 4
+#define VOLT_TOKENS 8
+#define VOLT_ACCUMULATE 1
+#define VOLT_THREADS 256
+#define moe_combine combine_entry
+#include "moe_combine.cu"
+#undef moe_combine
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace combine
+
+namespace attention {
+#define VOLT_HEADS 6
+#define VOLT_KV_HEADS 2
+#define VOLT_HEAD_DIM 64
+#define VOLT_BLOCK_SIZE 16
+#define VOLT_MAX_BLOCKS 4
+#define VOLT_THREADS 128
+#define paged_attention attention_entry
+#include "paged_attention.cu"
+#undef paged_attention
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace attention
+
+namespace attention_small {
+// The synthetic test models' geometry: heads of 16 (half a warp's lanes).
+#define VOLT_HEADS 4
+#define VOLT_KV_HEADS 2
+#define VOLT_HEAD_DIM 16
+#define VOLT_BLOCK_SIZE 16
+#define VOLT_MAX_BLOCKS 4
+#define VOLT_THREADS 128
+#define paged_attention attention_small_entry
+#include "paged_attention.cu"
+#undef paged_attention
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace attention_small
+
+namespace volt::simt {
+namespace {
+
+using codegen::OpInfo;
+using codegen::ProgramInfo;
+using codegen::Variant;
+
+OperandInfo operand(OperandKind kind, uint32_t index, bool f32 = false, bool perSequence = false) {
+  OperandInfo o;
+  o.kind = kind;
+  o.index = index;
+  o.f32 = f32;
+  o.perSequence = perSequence;
+  return o;
+}
+
+const Variant kAny{int64_t{1} << 30, "", {{"threads", 256}}};
+
+/// Plans `op`, checks the instance, returns the launch.
+PlannedLaunch plan(const OpInfo &op, const std::vector<std::pair<std::string, int64_t>> &constants,
+                   uint32_t threads, const ProgramInfo &program = {}) {
+  KernelRegistry registry;
+  Variant v = kAny;
+  auto l = codegen::planLaunches(op, {v}, program, codegen::TargetInfo{}, registry);
+  EXPECT_TRUE(l.ok()) << l.message();
+  if (!l.ok() || l->empty())
+    return {};
+  expectInstance(registry.requests()[(*l)[0].kernel], constants, threads);
+  return (*l)[0];
+}
+
+OpInfo makeOp(const std::string &kind, std::vector<OperandInfo> operands) {
+  OpInfo op;
+  op.kind = kind;
+  op.name = kind;
+  op.operands = std::move(operands);
+  return op;
+}
+
+std::mt19937 rng(2024);
+
+TEST(SimtOps, EmbeddingCopiesThisRanksRowsAndZeroesTheRest) {
+  OpInfo op = makeOp("Embedding", {operand(OperandKind::Input, 0), operand(OperandKind::Weight, 0),
+                                   operand(OperandKind::Arena, 0)});
+  op.params.dim = 40;
+  op.params.vocabRows = 50;
+  op.params.vocabStart = 25;
+  PlannedLaunch l = plan(op, {{"dim", 40}, {"vocab_rows", 50}}, 256);
+  std::vector<int32_t> tokens = {0, 24, 25, 26, 74, 75, 99, 30, 50};
+  std::vector<uint16_t> table = randomHalves(rng, 50 * 40);
+  std::vector<uint16_t> gpu(tokens.size() * 40, 0x7E00), cpuOut(gpu.size());
+  cpu::ThreadPool pool(1);
+  cpu::embedding({static_cast<int64_t>(tokens.size()), 40, 25, 50}, tokens.data(), table.data(),
+                 cpuOut.data(), pool);
+  Memory m;
+  m.tokens = static_cast<int>(tokens.size());
+  m.bind(op.operands[0], tokens.data());
+  m.bind(op.operands[1], table.data());
+  m.bind(op.operands[2], gpu.data());
+  run(l, m, [](Args &a) {
+    std::apply(embedding_ragged::embedding_ragged_entry,
+               std::tuple{a.pointer<const int>(), a.pointer<const u16>(), a.pointer<u16>(), a.i32(),
+                          a.i32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
+}
+
+TEST(SimtOps, RmsNormOfAnF32Stream) {
+  OpInfo op = makeOp("RmsNorm", {operand(OperandKind::Arena, 0, true),
+                                 operand(OperandKind::Weight, 0), operand(OperandKind::Arena, 1)});
+  op.params.dim = 100;
+  op.params.eps = 1e-5f;
+  PlannedLaunch l = plan(op, {{"dim", 100}, {"in_f32", 1}}, 256);
+  const int rows = 7;
+  std::vector<float> x(rows * 100);
+  std::normal_distribution<float> d(0, 3);
+  for (float &v : x)
+    v = d(rng);
+  std::vector<uint16_t> w = randomHalves(rng, 100), gpu(rows * 100), cpuOut(rows * 100);
+  cpu::ThreadPool pool(1);
+  cpu::rmsNorm({rows, 100, 1e-5f, cpu::DType::F32}, x.data(), w.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = rows;
+  m.bind(op.operands[0], x.data());
+  m.bind(op.operands[1], w.data());
+  m.bind(op.operands[2], gpu.data());
+  run(l, m, [](Args &a) {
+    std::apply(rms_norm_f32::rms_norm_f32_entry,
+               std::tuple{a.pointer<const void>(), a.pointer<const u16>(), a.pointer<u16>(),
+                          a.i32(), a.f32()});
+  });
+  for (size_t i = 0; i < gpu.size(); ++i)
+    EXPECT_TRUE(halfClose(gpu[i], cpuOut[i],
+                          110 * std::ldexp(1.0, -24) * std::fabs(halfToFloat(cpuOut[i]))))
+        << i << ": " << halfToFloat(gpu[i]) << " vs " << halfToFloat(cpuOut[i]);
+}
+
+template <typename Residual>
+void checkAddRmsNorm(bool f32,
+                     void (*entry)(const void *, void *, const u16 *, u16 *, int, float)) {
+  OpInfo op =
+      makeOp("AddRmsNorm", {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1, f32),
+                            operand(OperandKind::Weight, 0), operand(OperandKind::Arena, 2)});
+  op.params.dim = 300;
+  PlannedLaunch l = plan(op, {{"dim", 300}, {"in_f32", 0}, {"res_f32", f32}}, 256);
+  const int rows = 5;
+  std::vector<uint16_t> in = randomHalves(rng, rows * 300), w = randomHalves(rng, 300);
+  std::vector<Residual> residual(rows * 300);
+  std::normal_distribution<float> d(0, 2);
+  for (Residual &r : residual)
+    r = f32 ? static_cast<Residual>(d(rng)) : static_cast<Residual>(floatToHalf(d(rng)));
+  std::vector<Residual> cpuResidual = residual;
+  std::vector<uint16_t> gpu(rows * 300), cpuOut(rows * 300);
+  cpu::ThreadPool pool(1);
+  cpu::addRmsNorm({rows, 300, 1e-6f, cpu::DType::F16, f32 ? cpu::DType::F32 : cpu::DType::F16},
+                  in.data(), cpuResidual.data(), w.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = rows;
+  m.bind(op.operands[0], in.data());
+  m.bind(op.operands[1], residual.data());
+  m.bind(op.operands[2], w.data());
+  m.bind(op.operands[3], gpu.data());
+  run(l, m, [&](Args &a) {
+    std::apply(entry, std::tuple{a.pointer<const void>(), a.pointer<void>(), a.pointer<const u16>(),
+                                 a.pointer<u16>(), a.i32(), a.f32()});
+  });
+  EXPECT_EQ(residual, cpuResidual) << "the residual add is one rounding on both sides";
+  for (size_t i = 0; i < gpu.size(); ++i)
+    EXPECT_TRUE(halfClose(gpu[i], cpuOut[i],
+                          310 * std::ldexp(1.0, -24) * std::fabs(halfToFloat(cpuOut[i]))))
+        << i;
+}
+
+TEST(SimtOps, AddRmsNormF16AndF32Residuals) {
+  checkAddRmsNorm<uint16_t>(false, add_rms_norm_f16::add_rms_norm_f16_entry);
+  checkAddRmsNorm<float>(true, add_rms_norm_f32::add_rms_norm_f32_entry);
+}
+
+template <typename Entry>
+void checkRope(int64_t heads, int64_t kvHeads, int64_t dim, bool norm, uint32_t threads,
+               Entry &&call) {
+  std::vector<OperandInfo> operands = {operand(OperandKind::Arena, 0),
+                                       operand(OperandKind::Input, 1)};
+  if (norm) {
+    operands.push_back(operand(OperandKind::Weight, 0));
+    operands.push_back(operand(OperandKind::Weight, 1));
+  }
+  OpInfo op = makeOp("QkNormRope", operands);
+  op.params.numHeads = heads;
+  op.params.numKvHeads = kvHeads;
+  op.params.headDim = dim;
+  op.params.ropeTheta = 1e6f;
+  PlannedLaunch l =
+      plan(op, {{"heads", heads}, {"kv_heads", kvHeads}, {"head_dim", dim}, {"has_norm", norm}},
+           threads);
+  std::vector<int32_t> positions = {0, 1, 17, 4095, 32767, 131071};
+  const int tokens = static_cast<int>(positions.size());
+  const int64_t row = (heads + 2 * kvHeads) * dim;
+  std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * row));
+  std::vector<uint16_t> qn = randomHalves(rng, static_cast<size_t>(dim)),
+                        kn = randomHalves(rng, static_cast<size_t>(dim));
+  std::vector<uint16_t> cpuQkv = qkv;
+  cpu::ThreadPool pool(1);
+  cpu::qkNormRope({tokens, heads, kvHeads, dim, 1e6f, 1e-6f}, cpuQkv.data(), positions.data(),
+                  norm ? qn.data() : nullptr, norm ? kn.data() : nullptr, pool);
+  Memory m;
+  m.tokens = tokens;
+  m.bind(op.operands[0], qkv.data());
+  m.bind(op.operands[1], positions.data());
+  if (norm) {
+    m.bind(op.operands[2], qn.data());
+    m.bind(op.operands[3], kn.data());
+  }
+  run(l, m, call);
+  int differ = 0;
+  for (size_t i = 0; i < qkv.size(); ++i) {
+    differ += qkv[i] != cpuQkv[i];
+    // Norm: a sum of squares in another order; RoPE: the same angles.
+    EXPECT_TRUE(halfClose(qkv[i], cpuQkv[i], (dim + 8) * std::ldexp(1.0, -24) * 8))
+        << i << ": " << halfToFloat(qkv[i]) << " vs " << halfToFloat(cpuQkv[i]);
+  }
+  if (!norm) {
+    EXPECT_EQ(differ, 0) << "without the norm every rounding is the cpu backend's";
+  }
+}
+
+TEST(SimtOps, QkNormRopeWithAndWithoutNorms) {
+  checkRope(4, 2, 64, true, 32, [](Args &a) {
+    std::apply(rope_norm::rope_norm_entry,
+               std::tuple{a.pointer<u16>(), a.pointer<const int>(), a.pointer<const u16>(),
+                          a.pointer<const u16>(), a.i32(), a.f32(), a.f32()});
+  });
+  checkRope(2, 1, 128, false, 64, [](Args &a) {
+    std::apply(rope_plain::rope_plain_entry,
+               std::tuple{a.pointer<u16>(), a.pointer<const int>(), a.i32(), a.f32(), a.f32()});
+  });
+}
+
+TEST(SimtOps, SiluMulAndSigmoidGateAdd) {
+  {
+    OpInfo op = makeOp("SiluMul", {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1)});
+    op.params.dim = 70;
+    PlannedLaunch l = plan(op, {{"dim", 70}}, 256);
+    std::vector<uint16_t> in = randomHalves(rng, 3 * 140, 3.0f), gpu(3 * 70), cpuOut(3 * 70);
+    cpu::ThreadPool pool(1);
+    cpu::siluMul({3, 70}, in.data(), cpuOut.data(), pool);
+    Memory m;
+    m.tokens = 3;
+    m.bind(op.operands[0], in.data());
+    m.bind(op.operands[1], gpu.data());
+    run(l, m, [](Args &a) {
+      std::apply(silu_mul_small::silu_mul_entry,
+                 std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.i32()});
+    });
+    for (size_t i = 0; i < gpu.size(); ++i)
+      EXPECT_TRUE(halfClose(gpu[i], cpuOut[i],
+                            8 * std::ldexp(1.0, -24) * std::fabs(halfToFloat(cpuOut[i]))));
+  }
+  {
+    OpInfo op =
+        makeOp("SigmoidGateAdd", {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1),
+                                  operand(OperandKind::Arena, 2, true)});
+    op.params.dim = 48;
+    PlannedLaunch l = plan(op, {{"dim", 48}, {"gate_f32", 1}}, 256);
+    std::vector<uint16_t> out = randomHalves(rng, 4 * 48), value = randomHalves(rng, 4 * 48);
+    std::vector<float> gate = {-3.0f, 0.0f, 0.5f, 9.0f};
+    std::vector<uint16_t> cpuOut = out;
+    cpu::ThreadPool pool(1);
+    cpu::sigmoidGateAdd({4, 48, cpu::DType::F32}, cpuOut.data(), value.data(), gate.data(), pool);
+    Memory m;
+    m.tokens = 4;
+    m.bind(op.operands[0], out.data());
+    m.bind(op.operands[1], value.data());
+    m.bind(op.operands[2], gate.data());
+    run(l, m, [](Args &a) {
+      std::apply(gate_add::gate_add_entry, std::tuple{a.pointer<u16>(), a.pointer<const u16>(),
+                                                      a.pointer<const void>(), a.i32()});
+    });
+    for (size_t i = 0; i < out.size(); ++i)
+      EXPECT_TRUE(halfClose(out[i], cpuOut[i], 8 * std::ldexp(1.0, -24) * 4));
+  }
+}
+
+TEST(SimtOps, GatherRowsOfAnF32PerSequenceBuffer) {
+  OpInfo op =
+      makeOp("GatherRows", {operand(OperandKind::Arena, 0, true), operand(OperandKind::Input, 6),
+                            operand(OperandKind::Arena, 1, true, true)});
+  op.params.dim = 24;
+  PlannedLaunch l = plan(op, {{"dim", 24}, {"element_bytes", 4}}, 256);
+  std::vector<float> in(10 * 24);
+  std::iota(in.begin(), in.end(), 0.5f);
+  std::vector<int32_t> rows = {9, 0, 4};
+  std::vector<float> gpu(3 * 24, -1), cpuOut(3 * 24);
+  cpu::ThreadPool pool(1);
+  cpu::gatherRows({3, 24, cpu::DType::F32}, in.data(), rows.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = 10;
+  m.seqs = 3;
+  m.bind(op.operands[0], in.data());
+  m.bind(op.operands[1], rows.data());
+  m.bind(op.operands[2], gpu.data());
+  run(l, m, [](Args &a) {
+    std::apply(gather_f32::gather_f32_entry,
+               std::tuple{a.pointer<const u8>(), a.pointer<const int>(), a.pointer<u8>(), a.i32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
+}
+
+TEST(SimtOps, RouterAlignCombine) {
+  const int tokens = 300;
+  const int64_t experts = 60, k = 4;
+  std::vector<float> logits(static_cast<size_t>(tokens * experts));
+  std::normal_distribution<float> d(0, 2);
+  for (float &v : logits)
+    v = d(rng);
+  // Router.
+  OpInfo routerOp =
+      makeOp("MoeRouter", {operand(OperandKind::Arena, 0, true), operand(OperandKind::Arena, 1),
+                           operand(OperandKind::Arena, 2, true)});
+  routerOp.params.numExperts = experts;
+  routerOp.params.topK = k;
+  routerOp.params.renormalize = true;
+  PlannedLaunch lr = plan(routerOp, {{"experts", 60}, {"top_k", 4}, {"renormalize", 1}}, 128);
+  std::vector<int32_t> ids(static_cast<size_t>(tokens * k), -1), cpuIds(ids.size());
+  std::vector<float> weights(ids.size(), -1), cpuWeights(ids.size());
+  cpu::ThreadPool pool(1);
+  cpu::moeRouter({tokens, experts, k, true}, logits.data(), cpuIds.data(), cpuWeights.data(), pool);
+  Memory m;
+  m.tokens = tokens;
+  m.bind(routerOp.operands[0], logits.data());
+  m.bind(routerOp.operands[1], ids.data());
+  m.bind(routerOp.operands[2], weights.data());
+  run(lr, m, [](Args &a) {
+    std::apply(router::router_entry,
+               std::tuple{a.pointer<const float>(), a.pointer<int>(), a.pointer<float>(), a.i32()});
+  });
+  EXPECT_EQ(ids, cpuIds);
+  for (size_t i = 0; i < weights.size(); ++i)
+    EXPECT_NEAR(weights[i], cpuWeights[i], 1e-6f * std::fabs(cpuWeights[i]) + 1e-9f) << i;
+
+  // Align (a stable counting sort: exact).
+  OpInfo alignOp =
+      makeOp("MoeAlign", {operand(OperandKind::Arena, 1), operand(OperandKind::Arena, 3),
+                          operand(OperandKind::Arena, 4)});
+  alignOp.params.numExperts = experts;
+  alignOp.params.topK = k;
+  PlannedLaunch la = plan(alignOp, {{"experts", 60}, {"top_k", 4}}, 1024);
+  std::vector<int32_t> order(ids.size(), -1), cpuOrder(ids.size());
+  std::vector<int32_t> starts(static_cast<size_t>(experts + 1), -1), cpuStarts(starts.size());
+  cpu::moeAlign({tokens, k, experts}, cpuIds.data(), cpuOrder.data(), cpuStarts.data());
+  m.bind(alignOp.operands[1], order.data());
+  m.bind(alignOp.operands[2], starts.data());
+  run(la, m, [](Args &a) {
+    std::apply(align::align_entry,
+               std::tuple{a.pointer<const int>(), a.pointer<int>(), a.pointer<int>(), a.i32()});
+  });
+  EXPECT_EQ(order, cpuOrder);
+  EXPECT_EQ(starts, cpuStarts);
+
+  // Combine, accumulating into the output (a fixed-order FP32 sum: exact).
+  OpInfo combineOp =
+      makeOp("MoeCombine", {operand(OperandKind::Arena, 5), operand(OperandKind::Arena, 3),
+                            operand(OperandKind::Arena, 2, true), operand(OperandKind::Arena, 6)});
+  combineOp.params.dim = 96;
+  combineOp.params.topK = k;
+  combineOp.params.accumulate = true;
+  PlannedLaunch lc =
+      plan(combineOp, {{"dim", 96}, {"top_k", 4}, {"tokens", 8}, {"accumulate", 1}}, 256);
+  std::vector<uint16_t> rowsIn = randomHalves(rng, static_cast<size_t>(tokens * k * 96));
+  std::vector<uint16_t> out = randomHalves(rng, static_cast<size_t>(tokens * 96));
+  std::vector<uint16_t> cpuOut = out;
+  cpu::moeCombine({tokens, k, 96, true}, rowsIn.data(), cpuOrder.data(), cpuWeights.data(),
+                  cpuOut.data(), pool);
+  m.bind(combineOp.operands[0], rowsIn.data());
+  m.bind(combineOp.operands[2], cpuWeights.data());
+  m.bind(combineOp.operands[3], out.data());
+  run(lc, m, [](Args &a) {
+    std::apply(combine::combine_entry,
+               std::tuple{a.pointer<const u16>(), a.pointer<const int>(), a.pointer<const float>(),
+                          a.pointer<u16>(), a.i32()});
+  });
+  EXPECT_EQ(out, cpuOut);
+}
+
+using AttentionEntry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
+                                const int *, u16 *, int, int);
+
+void checkAttention(int64_t heads, int64_t kvHeads, int64_t dim, AttentionEntry entry) {
+  const int64_t blockSize = 16, maxBlocks = 4, numBlocks = 12;
+  // Sequence 0 decodes its 37th token; sequence 1 prefills 5 tokens after
+  // 20 cached; sequence 2 prefills its first 7.
+  std::vector<int32_t> seqStarts = {0, 1, 6, 13}, contextLens = {37, 25, 7};
+  const int tokens = 13, seqs = 3;
+  std::vector<int32_t> blockTables = {3, 7, 0, 0, /**/ 11, 2, 0, 0, /**/ 5, 0, 0, 0};
+  std::vector<int32_t> slotMapping(tokens);
+  for (int s = 0; s < seqs; ++s)
+    for (int t = seqStarts[s]; t < seqStarts[s + 1]; ++t) {
+      int position = contextLens[s] - (seqStarts[s + 1] - seqStarts[s]) + (t - seqStarts[s]);
+      slotMapping[t] =
+          blockTables[s * maxBlocks + position / blockSize] * blockSize + position % blockSize;
+    }
+  slotMapping[12] = -1; // a padding token writes nothing
+  const int64_t row = (heads + 2 * kvHeads) * dim, slot = kvHeads * dim;
+  std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * row));
+  ProgramInfo program;
+  program.kvBlocks = numBlocks;
+  program.kvBlockSize = blockSize;
+  program.kvHeads = kvHeads;
+  program.headDim = dim;
+  program.maxBlocksPerSeq = maxBlocks;
+  // One layer's cache: K blocks, then V blocks.
+  std::vector<uint16_t> cache =
+      randomHalves(rng, static_cast<size_t>(2 * numBlocks * blockSize * slot));
+  std::vector<uint16_t> cpuCache = cache;
+  const size_t half = cache.size() / 2;
+
+  OpInfo op = makeOp("Attention", {operand(OperandKind::Arena, 0), operand(OperandKind::KvCache, 0),
+                                   operand(OperandKind::Input, 2), operand(OperandKind::Input, 3),
+                                   operand(OperandKind::Input, 4), operand(OperandKind::Input, 5),
+                                   operand(OperandKind::Arena, 1)});
+  op.params.numHeads = heads;
+  op.params.numKvHeads = kvHeads;
+  op.params.headDim = dim;
+  PlannedLaunch l = plan(op,
+                         {{"heads", heads},
+                          {"kv_heads", kvHeads},
+                          {"head_dim", dim},
+                          {"block_size", 16},
+                          {"max_blocks", 4}},
+                         128, program);
+  ASSERT_EQ(l.args[2].offset, half * 2);
+
+  std::vector<uint16_t> gpu(static_cast<size_t>(tokens * heads * dim), 0x7E00), cpuOut(gpu.size());
+  cpu::ThreadPool pool(1);
+  // The cpu op needs every position's k/v (a padding token's too: give it
+  // a slot of its own there so its row exists, then compare the others).
+  std::vector<int32_t> cpuSlots = slotMapping;
+  cpu::attention(
+      {tokens, seqs, heads, kvHeads, dim}, qkv.data(),
+      {cpuSlots.data(), seqStarts.data(), contextLens.data(), blockTables.data(), maxBlocks},
+      {cpuCache.data(), cpuCache.data() + half, numBlocks, blockSize}, cpuOut.data(), pool);
+  Memory m;
+  m.tokens = tokens;
+  m.seqs = seqs;
+  m.bind(op.operands[0], qkv.data());
+  m.bind(op.operands[1], cache.data());
+  m.bind(op.operands[2], slotMapping.data());
+  m.bind(op.operands[3], seqStarts.data());
+  m.bind(op.operands[4], contextLens.data());
+  m.bind(op.operands[5], blockTables.data());
+  m.bind(op.operands[6], gpu.data());
+  run(l, m, [&](Args &a) {
+    std::apply(entry,
+               std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
+                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
+                          a.pointer<const int>(), a.pointer<u16>(), a.i32(), a.i32()});
+  });
+  EXPECT_EQ(cache, cpuCache) << "k and v land in the same slots, bit for bit";
+  double maxV = 0;
+  for (uint16_t v : qkv)
+    maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
+  for (uint16_t v : cache)
+    maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
+  for (size_t i = 0; i < gpu.size(); ++i) {
+    if (i / static_cast<size_t>(heads * dim) == 12)
+      continue; // the padding token's output is not compared
+    EXPECT_TRUE(halfClose(gpu[i], cpuOut[i], 64 * std::ldexp(1.0, -24) * maxV))
+        << i << ": " << halfToFloat(gpu[i]) << " vs " << halfToFloat(cpuOut[i]);
+  }
+}
+
+TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
+  checkAttention(6, 2, 64, attention::attention_entry);
+  checkAttention(4, 2, 16, attention_small::attention_small_entry);
+}
+
+} // namespace
+} // namespace volt::simt

@@ -1,0 +1,246 @@
+//===- Simt.cpp - the fiber scheduler behind Simt.h -----------------------===//
+#include "tests/unit/codegen/simt/Simt.h"
+
+#include <ucontext.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace volt::sim {
+namespace {
+
+constexpr size_t kStackBytes = 64 << 10;
+
+struct Barrier {
+  int expected = 0;
+  int arrived = 0;
+  uint64_t generation = 0;
+};
+
+struct Fiber {
+  ucontext_t context;
+  std::unique_ptr<char[]> stack;
+  bool done = false;
+  Barrier *waiting = nullptr;
+  uint64_t waitGeneration = 0;
+  dim3 index;
+  unsigned linear = 0;
+};
+
+struct MmaOperands {
+  uint32_t a0, a1, b0, b1;
+  float c[8];
+};
+
+struct Block {
+  std::vector<Fiber> fibers;
+  ucontext_t scheduler;
+  Barrier block;
+  std::vector<Barrier> warps;
+  std::vector<std::array<uint64_t, 32>> exchange;
+  std::vector<std::array<bool, 32>> alive;
+  std::vector<std::array<MmaOperands, 32>> mma;
+  std::vector<uint8_t> shared;
+  const std::function<void()> *kernel = nullptr;
+  unsigned current = 0;
+};
+
+Block *g = nullptr;
+
+Fiber &self() { return g->fibers[g->current]; }
+unsigned warpOf(const Fiber &f) { return f.linear / 32; }
+
+void release(Barrier &b) {
+  b.arrived = 0;
+  ++b.generation;
+}
+
+void arrive(Barrier &b) {
+  if (++b.arrived >= b.expected) {
+    release(b);
+    return;
+  }
+  Fiber &f = self();
+  f.waiting = &b;
+  f.waitGeneration = b.generation;
+  swapcontext(&f.context, &g->scheduler);
+}
+
+void fiberMain(int index) {
+  (*g->kernel)();
+  Fiber &f = g->fibers[static_cast<size_t>(index)];
+  f.done = true;
+  // An exited thread no longer takes part in any barrier.
+  for (Barrier *b : {&g->block, &g->warps[warpOf(f)]}) {
+    --b->expected;
+    if (b->arrived > 0 && b->arrived >= b->expected)
+      release(*b);
+  }
+  g->alive[warpOf(f)][f.linear % 32] = false;
+}
+
+/// Runs every thread of one block to completion (a function of its own, so
+/// that no local of the caller lives across swapcontext).
+void runBlock(Block &state, dim3 index, dim3 block) {
+  const unsigned threads = block.x * block.y * block.z;
+  const unsigned warps = (threads + 31) / 32;
+  blockIdx = index;
+  state.block = {static_cast<int>(threads), 0, 0};
+  state.warps.assign(warps, Barrier{});
+  state.exchange.assign(warps, {});
+  state.mma.assign(warps, {});
+  state.alive.assign(warps, {});
+  for (unsigned i = 0; i < threads; ++i) {
+    Fiber &f = state.fibers[i];
+    f.done = false;
+    f.waiting = nullptr;
+    f.linear = i;
+    f.index = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+    state.warps[i / 32].expected++;
+    state.alive[i / 32][i % 32] = true;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.get();
+    f.context.uc_stack.ss_size = kStackBytes;
+    f.context.uc_link = &state.scheduler;
+    makecontext(&f.context, reinterpret_cast<void (*)()>(&fiberMain), 1, static_cast<int>(i));
+  }
+  for (;;) {
+    bool progressed = false, allDone = true;
+    for (unsigned i = 0; i < threads; ++i) {
+      Fiber &f = state.fibers[i];
+      if (f.done)
+        continue;
+      allDone = false;
+      if (f.waiting && f.waiting->generation == f.waitGeneration)
+        continue;
+      f.waiting = nullptr;
+      state.current = i;
+      threadIdx = f.index;
+      swapcontext(&state.scheduler, &f.context);
+      progressed = true;
+    }
+    if (allDone)
+      break;
+    if (!progressed) {
+      std::fprintf(stderr,
+                   "simt: block (%u, %u, %u) deadlocked: threads wait on barriers that "
+                   "others never reach (a barrier in divergent code?)\n",
+                   index.x, index.y, index.z);
+      std::abort();
+    }
+  }
+}
+
+} // namespace
+
+void launch(dim3 grid, dim3 block, size_t dynamicSharedBytes, const std::function<void()> &kernel) {
+  const unsigned threads = block.x * block.y * block.z;
+  Block state;
+  state.kernel = &kernel;
+  state.fibers.resize(threads);
+  for (Fiber &f : state.fibers)
+    f.stack.reset(new char[kStackBytes]);
+  state.shared.resize(dynamicSharedBytes + 16);
+  gridDim = grid;
+  blockDim = block;
+  Block *saved = g;
+  g = &state;
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+    for (unsigned by = 0; by < grid.y; ++by)
+      for (unsigned bx = 0; bx < grid.x; ++bx)
+        runBlock(state, {bx, by, bz}, block);
+  g = saved;
+}
+
+void checkAligned(const void *p, size_t alignment, const char *what) {
+  if (reinterpret_cast<uintptr_t>(p) % alignment == 0)
+    return;
+  std::fprintf(stderr,
+               "simt: misaligned %s at %p (needs %zu-byte alignment), thread %u of block "
+               "(%u, %u, %u)\n",
+               what, p, alignment, self().linear, blockIdx.x, blockIdx.y, blockIdx.z);
+  std::abort();
+}
+
+void *dynamicSharedBytes() {
+  uintptr_t p = reinterpret_cast<uintptr_t>(g->shared.data());
+  return reinterpret_cast<void *>((p + 15) / 16 * 16);
+}
+
+unsigned lane() { return self().linear % 32; }
+
+void syncBlock() { arrive(g->block); }
+
+uint64_t exchange(uint64_t value, unsigned source) {
+  Fiber &f = self();
+  const unsigned w = warpOf(f), l = f.linear % 32;
+  g->exchange[w][l] = value;
+  arrive(g->warps[w]);
+  uint64_t result = g->exchange[w][source];
+  arrive(g->warps[w]);
+  return result;
+}
+
+uint32_t ballot(bool value) {
+  Fiber &f = self();
+  const unsigned w = warpOf(f), l = f.linear % 32;
+  g->exchange[w][l] = value;
+  arrive(g->warps[w]);
+  uint32_t mask = 0;
+  for (unsigned i = 0; i < 32; ++i)
+    if (g->alive[w][i] && g->exchange[w][i])
+      mask |= 1u << i;
+  arrive(g->warps[w]);
+  return mask;
+}
+
+uint32_t match(int value) {
+  Fiber &f = self();
+  const unsigned w = warpOf(f), l = f.linear % 32;
+  g->exchange[w][l] = static_cast<uint32_t>(value);
+  arrive(g->warps[w]);
+  uint32_t mask = 0;
+  for (unsigned i = 0; i < 32; ++i)
+    if (g->alive[w][i] && g->exchange[w][i] == static_cast<uint32_t>(value))
+      mask |= 1u << i;
+  arrive(g->warps[w]);
+  return mask;
+}
+
+void mma(float (&c)[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
+  Fiber &f = self();
+  const unsigned w = warpOf(f), l = f.linear % 32;
+  MmaOperands &mine = g->mma[w][l];
+  mine = {a0, a1, b0, b1, {}};
+  std::memcpy(mine.c, c, sizeof(c));
+  arrive(g->warps[w]);
+  // Quad pair of lane l: lanes 4q..4q+3 hold rows (and columns) 0-3,
+  // lanes 16+4q.. rows 4-7.
+  const unsigned q = (l >> 2) & 3;
+  auto laneOf = [&](int i) { return i < 4 ? 4 * q + i : 16 + 4 * q + (i - 4); };
+  auto half = [](uint32_t word, int which) {
+    return halfToFloat(static_cast<uint16_t>(which ? word >> 16 : word & 0xFFFF));
+  };
+  float d[8];
+  for (int i = 0; i < 8; ++i) {
+    const int row = static_cast<int>((l & 1) + ((l >> 4) << 2)) + (i & 2);
+    const int col = static_cast<int>(l & 2) + (i & 1) + (i & 4);
+    const MmaOperands &a = g->mma[w][laneOf(row)];
+    const MmaOperands &b = g->mma[w][laneOf(col)];
+    float acc = mine.c[i];
+    for (int k = 0; k < 4; ++k)
+      acc += half(k < 2 ? a.a0 : a.a1, k & 1) * half(k < 2 ? b.b0 : b.b1, k & 1);
+    d[i] = acc;
+  }
+  arrive(g->warps[w]);
+  std::memcpy(c, d, sizeof(d));
+}
+
+} // namespace volt::sim
+
+void __syncthreads() { volt::sim::syncBlock(); }

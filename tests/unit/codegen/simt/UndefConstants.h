@@ -1,0 +1,35 @@
+// Clears every VOLT_* constant a template instance defined, so that the next
+// instance in the same file starts clean (no include guard on purpose).
+#undef VOLT_ACCUMULATE
+#undef VOLT_BLOCK_SIZE
+#undef VOLT_DIM
+#undef VOLT_ELEMENT_BYTES
+#undef VOLT_EXPERTS
+#undef VOLT_GATE_F32
+#undef VOLT_GATHER
+#undef VOLT_HAS_BIAS
+#undef VOLT_HAS_NORM
+#undef VOLT_HEADS
+#undef VOLT_HEAD_DIM
+#undef VOLT_IN_F32
+#undef VOLT_K
+#undef VOLT_KV_HEADS
+#undef VOLT_MAX_BLOCKS
+#undef VOLT_N
+#undef VOLT_OUT_F32
+#undef VOLT_PARTS
+#undef VOLT_PART_END0
+#undef VOLT_PART_END1
+#undef VOLT_PART_END2
+#undef VOLT_RENORMALIZE
+#undef VOLT_RES_F32
+#undef VOLT_SILU
+#undef VOLT_STAGES
+#undef VOLT_THREADS
+#undef VOLT_TILE_M
+#undef VOLT_TILE_N
+#undef VOLT_TOKENS
+#undef VOLT_TOP_K
+#undef VOLT_VOCAB_ROWS
+#undef VOLT_VOCAB_START
+#undef VOLT_WARPS

@@ -1,0 +1,181 @@
+// The cpu backend against Hugging Face transformers: logits of every
+// checked position and the greedy continuation of each committed case in
+// tests/golden/expected/ (produced by tests/golden/generate.py, float32, on
+// the CPU; see docs/golden.md for the tolerance rule and why it holds for
+// an FP16 implementation).
+#include "compiler/driver/Compile.h"
+#include "runtime/executor/CpuBackend.h"
+#include "runtime/serving/Generate.h"
+#include "runtime/serving/Session.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <numeric>
+#include <unistd.h>
+
+namespace volt {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = VOLT_SOURCE_DIR;
+
+nlohmann::json readCase(const std::string &name) {
+  std::ifstream in(kSource / "tests/golden/expected" / (name + ".json"));
+  EXPECT_TRUE(in.good()) << name;
+  return nlohmann::json::parse(in);
+}
+
+/// This process's scratch folder (plans), removed at exit.
+fs::path scratch() {
+  static struct Root {
+    fs::path path = fs::temp_directory_path() / ("volt-golden-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } root;
+  return root.path;
+}
+
+/// Compiles the case's committed model for the cpu backend.
+fs::path compileCase(const nlohmann::json &c, int tp) {
+  fs::path dir = scratch() / (c["case"].get<std::string>() + "-tp" + std::to_string(tp));
+  fs::create_directories(dir);
+  std::ofstream(dir / "deploy.yaml") << "model: " << (kSource / c["model"].get<std::string>()).string()
+                                     << "\ntarget: cpu\ntensor_parallel_size: " << tp
+                                     << "\nmax_num_seqs: 4\nmax_num_batched_tokens: 1024\n";
+  driver::CompileOptions options;
+  options.output = dir / "plan.vplan";
+  auto r = driver::compile(dir / "deploy.yaml", options);
+  EXPECT_TRUE(r.ok()) << r.message();
+  return options.output;
+}
+
+/// Logits at the last token of `ids` (one prefill step, blocks 0..).
+std::vector<float> lastLogits(executor::CpuBackend &backend, const plan::Plan &p,
+                              const std::vector<int32_t> &ids) {
+  int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  int32_t n = static_cast<int32_t>(ids.size());
+  std::vector<int32_t> positions(ids.size()), starts = {0, n}, lens = {n},
+      table(static_cast<size_t>(width)), rows = {n - 1};
+  std::iota(positions.begin(), positions.end(), 0);
+  std::vector<int32_t> slots = positions;
+  std::iota(table.begin(), table.end(), 0);
+  engine::StepBatch batch;
+  batch.numTokens = n;
+  batch.numSeqs = 1;
+  batch.maxBlocksPerSeq = width;
+  batch.tokens = ids;
+  batch.positions = positions;
+  batch.slotMapping = slots;
+  batch.seqStarts = starts;
+  batch.contextLens = lens;
+  batch.blockTables = table;
+  batch.logitsRows = rows;
+  std::vector<float> logits(p.model()->vocab_size());
+  auto st = backend.runStep(batch, logits);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return logits;
+}
+
+struct Comparison {
+  int compared = 0;
+  int skipped = 0;
+  double worstRatio = 0; ///< worst |Δ| / (rtol × row max)
+};
+
+/// Compares volt's logits at `position` of the case's sequence with the
+/// reference row, under the case's tolerance for that position.
+void compareRow(const nlohmann::json &c, size_t position, const std::vector<float> &volt,
+                const nlohmann::json &reference, Comparison &cmp) {
+  const nlohmann::json &rtol = c["sequence_rtol"][position];
+  if (rtol.is_null()) {
+    ++cmp.skipped;
+    return;
+  }
+  float rowMax = 0;
+  for (const auto &v : reference)
+    rowMax = std::max(rowMax, std::fabs(v.get<float>()));
+  double bound = rtol.get<double>() * rowMax;
+  double worst = 0;
+  for (size_t i = 0; i < volt.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(volt[i]) - reference[i].get<double>()));
+  EXPECT_LE(worst, bound) << c["case"] << " position " << position << " (rtol " << rtol << ")";
+  cmp.worstRatio = std::max(cmp.worstRatio, worst / bound);
+  ++cmp.compared;
+}
+
+class GoldenCase : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(GoldenCase, LogitsAndGreedyTokensMatchTransformers) {
+  auto [name, tp] = GetParam();
+  nlohmann::json c = readCase(name);
+  fs::path planPath = compileCase(c, tp);
+  auto loaded = plan::LoadedPlan::load(planPath);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  auto backend = executor::CpuBackend::create(**loaded);
+  ASSERT_TRUE(backend.ok()) << backend.message();
+  const plan::Plan &p = (*loaded)->plan();
+
+  std::vector<int32_t> prompt = c["prompt_ids"].get<std::vector<int32_t>>();
+  std::vector<int32_t> generated = c["generated_ids"].get<std::vector<int32_t>>();
+  std::vector<int32_t> sequence = prompt;
+  sequence.insert(sequence.end(), generated.begin(), generated.end() - 1);
+
+  // Prompt positions: prefill each prefix and compare its last row.
+  Comparison cmp;
+  const auto &positions = c["prompt_logit_positions"];
+  for (size_t i = 0; i < positions.size(); ++i) {
+    size_t pos = positions[i].get<size_t>();
+    std::vector<int32_t> prefix(sequence.begin(), sequence.begin() + static_cast<long>(pos) + 1);
+    compareRow(c, pos, lastLogits(**backend, p, prefix), c["prompt_logits"][i], cmp);
+  }
+  // Generation steps, teacher-forced with the reference tokens: row i is
+  // the position of the token before generated_ids[i].
+  for (size_t i = 0; i < c["step_logits"].size(); ++i) {
+    size_t pos = prompt.size() - 1 + i;
+    std::vector<int32_t> prefix(sequence.begin(), sequence.begin() + static_cast<long>(pos) + 1);
+    compareRow(c, pos, lastLogits(**backend, p, prefix), c["step_logits"][i], cmp);
+  }
+  EXPECT_GT(cmp.compared, 0);
+  std::printf("%s tp=%d: %d rows compared (worst at %.2f of its bound), %d skipped\n",
+              name.c_str(), tp, cmp.compared, cmp.worstRatio, cmp.skipped);
+
+  // Greedy generation through the engine: the robust prefix must match.
+  int robust = c["greedy_robust_prefix"].get<int>();
+  loaded->reset();
+  auto session = serving::Session::open(planPath);
+  ASSERT_TRUE(session.ok()) << session.message();
+  engine::SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.maxTokens = static_cast<int32_t>(generated.size());
+  greedy.ignoreEos = true;
+  auto g = serving::generate(**session, prompt, greedy);
+  ASSERT_TRUE(g.ok()) << g.message();
+  ASSERT_EQ(g->tokens.size(), generated.size());
+  for (int i = 0; i < robust; ++i)
+    ASSERT_EQ(g->tokens[static_cast<size_t>(i)], generated[static_cast<size_t>(i)])
+        << name << ": greedy token " << i << " of the " << robust << " that must match";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Golden, GoldenCase,
+    ::testing::Combine(::testing::Values("qwen3-moe-modelopt", "qwen3-moe-compressed-tensors",
+                                         "qwen3-moe-bf16", "qwen2-moe-modelopt",
+                                         "mixtral-modelopt", "qwen3-modelopt",
+                                         "qwen3-moe-modelopt-long"),
+                       ::testing::Values(1, 2)),
+    [](const auto &info) {
+      std::string n = std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));
+      for (char &ch : n)
+        if (ch == '-')
+          ch = '_';
+      return n;
+    });
+
+} // namespace
+} // namespace volt

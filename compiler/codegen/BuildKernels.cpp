@@ -79,13 +79,20 @@ Result<KernelSet> buildKernels(const std::vector<KernelRequest> &requests, const
     return set;
 
   const int ptxArch = options.ptxArch ? options.ptxArch : target.smVersion;
-  auto nvrtc = Nvrtc::load(target.smVersion, options.nvrtcLibraries);
-  if (!nvrtc)
-    return nvrtc.error();
-  if (options.emitPtx && !(*nvrtc)->supports(ptxArch))
-    return Error("NVRTC " + (*nvrtc)->version() + " (" + (*nvrtc)->library() +
-                 ") cannot emit PTX for compute_" + std::to_string(ptxArch));
-  set.nvrtcVersion = (*nvrtc)->version();
+  const bool offline = !options.offlineNvrtcVersion.empty();
+  std::unique_ptr<Nvrtc> nvrtc;
+  if (offline) {
+    set.nvrtcVersion = options.offlineNvrtcVersion;
+  } else {
+    auto loaded = Nvrtc::load(target.smVersion, options.nvrtcLibraries);
+    if (!loaded)
+      return loaded.error();
+    nvrtc = std::move(*loaded);
+    if (options.emitPtx && !nvrtc->supports(ptxArch))
+      return Error("NVRTC " + nvrtc->version() + " (" + nvrtc->library() +
+                   ") cannot emit PTX for compute_" + std::to_string(ptxArch));
+    set.nvrtcVersion = nvrtc->version();
+  }
   KernelCache cache(options.cacheDir.empty() ? KernelCache::defaultDir() : options.cacheDir);
   const std::vector<std::string> flags = nvrtcOptions();
   const std::string targetKey =
@@ -113,17 +120,23 @@ Result<KernelSet> buildKernels(const std::vector<KernelRequest> &requests, const
         fail(source.error());
         return;
       }
-      std::string key = KernelCache::key(*source, flags, targetKey, (*nvrtc)->version());
+      std::string key = KernelCache::key(*source, flags, targetKey, set.nvrtcVersion);
       std::optional<CachedKernel> hit;
-      if (options.useCache)
+      if (options.useCache || offline)
         hit = cache.load(key);
+      if (!hit && offline) {
+        fail(Error("kernel " + k.request.key() + " is not in the kernel cache " +
+                   cache.dir().string() + " (built by NVRTC " + set.nvrtcVersion +
+                   "); build it where that NVRTC is installed and carry the cache"));
+        return;
+      }
       if (hit) {
         k.cubin = std::move(hit->cubin);
         k.ptx = std::move(hit->ptx);
         k.fromCache = true;
       } else {
         auto start = std::chrono::steady_clock::now();
-        auto cubin = (*nvrtc)->compile(*source, target.smVersion, NvrtcOutput::Cubin, flags);
+        auto cubin = nvrtc->compile(*source, target.smVersion, NvrtcOutput::Cubin, flags);
         if (!cubin) {
           fail(Error("kernel " + k.request.key() + ": " + cubin.message()));
           return;
@@ -133,7 +146,7 @@ Result<KernelSet> buildKernels(const std::vector<KernelRequest> &requests, const
         if (options.emitPtx && ptxArch == target.smVersion) {
           k.ptx = std::move(cubin->ptx);
         } else if (options.emitPtx) {
-          auto ptx = (*nvrtc)->compile(*source, ptxArch, NvrtcOutput::Ptx, flags);
+          auto ptx = nvrtc->compile(*source, ptxArch, NvrtcOutput::Ptx, flags);
           if (!ptx) {
             fail(Error("kernel " + k.request.key() + ": " + ptx.message()));
             return;

@@ -51,6 +51,10 @@ struct CodegenOptions {
   int ptxArch = 0;
   /// Compiles run on this many threads.
   int jobs = 1;
+  /// When set, NVRTC is not loaded: cache keys use this NVRTC version
+  /// ("11.8") and every kernel must already be in the cache. For machines
+  /// that run kernels built elsewhere (the GPU tests on a lent machine).
+  std::string offlineNvrtcVersion;
   /// Progress messages.
   std::function<void(const std::string &)> log;
 };

@@ -1,7 +1,7 @@
 //===- EmitPlan.cpp -------------------------------------------------------===//
 #include "compiler/plan/EmitPlan.h"
 
-#include "compiler/codegen/PlanKernels.h"
+#include "compiler/codegen/vexec/PlanKernels.h"
 #include "compiler/pack/WeightPacker.h"
 #include "dialects/Vexec/OpKinds.h"
 #include "dialects/Vexec/VexecOps.h"

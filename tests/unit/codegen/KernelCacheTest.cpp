@@ -111,6 +111,24 @@ TEST(BuildKernels, SecondBuildComesFromTheCacheWithoutNvrtc) {
     EXPECT_TRUE(second->kernels[i].fromCache);
   }
   EXPECT_NE(first->kernels[0].ptx.find(".target sm_70"), std::string::npos);
+  // Offline (no NVRTC loaded), the cache serves the same bytes...
+  CodegenOptions offline = options;
+  offline.offlineNvrtcVersion = first->nvrtcVersion;
+  auto fromCache = buildKernels({a, b}, TargetInfo{}, offline);
+  ASSERT_TRUE(fromCache.ok()) << fromCache.message();
+  EXPECT_EQ(fromCache->cached, 2u);
+  EXPECT_EQ(fromCache->kernels[0].cubin, first->kernels[0].cubin);
+  // ... and a kernel it lacks is an error naming it and the cache.
+  KernelRequest absent = a;
+  absent.set("dim", 4096);
+  auto missing = buildKernels({absent}, TargetInfo{}, offline);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("kernel silu_mul(dim=4096, threads=256) is not in the kernel "
+                                   "cache " +
+                                   dir.path.string()),
+            std::string::npos)
+      << missing.message();
+
   // A changed constant is a different kernel: one compile, one hit.
   a.set("dim", 1536);
   auto third = buildKernels({a, b}, TargetInfo{}, options);

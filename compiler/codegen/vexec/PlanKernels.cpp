@@ -1,5 +1,5 @@
 //===- PlanKernels.cpp ----------------------------------------------------===//
-#include "compiler/codegen/PlanKernels.h"
+#include "compiler/codegen/vexec/PlanKernels.h"
 
 #include "dialects/Vexec/OpKinds.h"
 #include "dialects/Vexec/VexecOps.h"

@@ -6,6 +6,8 @@
 #include "runtime/server/ServerImpl.h"
 #include "runtime/support/Strings.h"
 
+#include <sys/socket.h>
+
 #include <csignal>
 #include <ctime>
 #include <random>
@@ -318,6 +320,13 @@ Result<std::unique_ptr<Server>> Server::create(ServerOptions options) {
   s.http.set_keep_alive_max_count(1u << 20);
   s.http.set_keep_alive_timeout(o.keepAliveSeconds);
   s.http.set_tcp_nodelay(true);
+  // cpp-httplib's default also sets SO_REUSEPORT, with which a second
+  // server on the same port starts without an error and takes half of the
+  // connections. SO_REUSEADDR alone lets a restart bind at once.
+  s.http.set_socket_options([](int fd) {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  });
   s.registerRoutes();
 
   if (o.port == 0) {

@@ -151,8 +151,9 @@ TEST(GpuEndToEnd, CudaBackendMatchesCpuBackend) {
         int32_t gpuBest = static_cast<int32_t>(std::max_element(y, y + vocab) - y);
         std::vector<float> sorted(x, x + vocab);
         std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<float>());
-        if (sorted[0] - sorted[1] > 2 * bound)
+        if (sorted[0] - sorted[1] > 2 * bound) {
           EXPECT_EQ(best, gpuBest) << "step " << step << " sequence " << s;
+        }
         steps.tokens[static_cast<size_t>(s)].push_back(best);
       }
     }

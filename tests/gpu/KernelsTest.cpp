@@ -196,8 +196,9 @@ void checkLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   ASSERT_TRUE(put(buffers, in, x.data(), x.size() * 2).ok());
   ASSERT_TRUE(quantized ? put(buffers, w, q.bytes.data(), q.bytes.size()).ok()
                         : put(buffers, w, dense.data(), dense.size() * 2).ok());
-  if (bias)
+  if (bias) {
     ASSERT_TRUE(put(buffers, op.operands[2], b.data(), b.size() * 2).ok());
+  }
   auto outBuffer = put(buffers, out, nullptr, static_cast<size_t>(rows * columns) * (f32 ? 4 : 2));
   ASSERT_TRUE(outBuffer.ok()) << outBuffer.message();
   Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, tokens);

@@ -218,8 +218,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       const std::string kernelName = kernel->name() ? kernel->name()->str() : "";
       CUmodule module = nullptr;
       CUresult rc = kNoBinaryForGpu;
-      if (!rs.fromPtx && kernel->cubin() && kernel->cubin()->size())
-        rc = d.cuModuleLoadData(&module, kernel->cubin()->data());
+      if (!rs.fromPtx && kernel->cubin() && kernel->cubin()->size()) {
+        // A heap copy: the ELF image wants the alignment the FlatBuffer
+        // does not promise.
+        std::vector<uint8_t> image(kernel->cubin()->begin(), kernel->cubin()->end());
+        rc = d.cuModuleLoadData(&module, image.data());
+      }
       if (rc == kNoBinaryForGpu && kernel->ptx()) {
         rs.fromPtx = true;
         std::string ptx = kernel->ptx()->str(); // NUL-terminated for the JIT

@@ -167,21 +167,22 @@ bool provideStream(StreamState &s, httplib::DataSink &sink) {
       sink.done();
       return true;
     }
-    if (!data.empty())
-      return write(data) ? true : clientGone();
-    if (peerClosed(s.fd))
-      return clientGone();
+    // The deadline holds for a request that is still streaming too.
     if (s.deadline != engine::Clock::time_point{} && engine::Clock::now() >= s.deadline) {
       s.run->cancel();
       ApiError e = timeoutError(s.server->options.requestTimeoutSeconds);
       record.error = e.message;
       record.status = 504;
       finishRecord(*s.builder);
-      if (!write(ResponseBuilder::streamError(e) + "data: [DONE]\n\n"))
+      if (!write(data + ResponseBuilder::streamError(e) + "data: [DONE]\n\n"))
         return clientGone();
       sink.done();
       return true;
     }
+    if (!data.empty())
+      return write(data) ? true : clientGone();
+    if (peerClosed(s.fd))
+      return clientGone();
   }
 }
 

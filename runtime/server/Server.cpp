@@ -6,6 +6,8 @@
 #include "runtime/server/ServerImpl.h"
 #include "runtime/support/Strings.h"
 
+#include <sys/socket.h>
+
 #include <csignal>
 #include <ctime>
 #include <random>
@@ -318,6 +320,13 @@ Result<std::unique_ptr<Server>> Server::create(ServerOptions options) {
   s.http.set_keep_alive_max_count(1u << 20);
   s.http.set_keep_alive_timeout(o.keepAliveSeconds);
   s.http.set_tcp_nodelay(true);
+  // cpp-httplib's default also sets SO_REUSEPORT, with which a second
+  // server on the same port starts without an error and takes half of the
+  // connections. SO_REUSEADDR alone lets a restart bind at once.
+  s.http.set_socket_options([](int fd) {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  });
   s.registerRoutes();
 
   if (o.port == 0) {
@@ -367,21 +376,15 @@ void Server::attach(serving::Session &session) {
 
 void Server::beginShutdown() {
   Impl &s = *impl_;
-  {
-    std::lock_guard<std::mutex> lock(s.shutdownMu);
-    if (s.shutdownStarted) {
-      s.cancelAll();
-      return;
-    }
-    s.shutdownStarted = true;
+  std::unique_lock<std::mutex> lock(s.shutdownMu);
+  if (s.shutdownStarted) {
+    lock.unlock();
+    s.cancelAll();
+    return;
   }
+  s.shutdownStarted = true;
   s.draining.store(true);
-  // accept() now fails, which ends cpp-httplib's accept loop; it then
-  // waits for the connections it has (and closes the listening socket).
-  if (s.listenFd >= 0)
-    stopAccepting(s.listenFd);
-  else
-    s.http.stop(); // ends streams at once too, but the listener must end
+  // Started under the lock, so that wait() sees it once the listener ends.
   s.graceThread = std::thread([&s] {
     std::unique_lock<std::mutex> lock(s.shutdownMu);
     auto grace = std::chrono::duration<double>(s.options.shutdownGraceSeconds);
@@ -390,6 +393,16 @@ void Server::beginShutdown() {
       s.cancelAll();
     }
   });
+  // Once the listener has ended, its socket is closed and the descriptor
+  // may name something else.
+  if (s.listenerDone)
+    return;
+  // accept() now fails, which ends cpp-httplib's accept loop; it then
+  // waits for the connections it has (and closes the listening socket).
+  if (s.listenFd >= 0)
+    stopAccepting(s.listenFd);
+  else
+    s.http.stop(); // ends streams at once too, but the listener must end
 }
 
 void Server::cancelAll() { impl_->cancelAll(); }
@@ -398,8 +411,13 @@ void Server::wait() {
   Impl &s = *impl_;
   if (s.listener.joinable())
     s.listener.join();
-  if (s.graceThread.joinable())
-    s.graceThread.join();
+  std::thread grace;
+  {
+    std::lock_guard<std::mutex> lock(s.shutdownMu);
+    grace = std::move(s.graceThread);
+  }
+  if (grace.joinable())
+    grace.join();
   if (serving::Session *session = s.session.load()) {
     session->engine().stop();
     if (s.engineThread.joinable())

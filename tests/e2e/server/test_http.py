@@ -339,21 +339,30 @@ class LimitsTest(unittest.TestCase):
                                             reason="queue_full"), 1)
 
     def test_request_timeout(self):
-        with harness.Server("--request-timeout", "0.05") as server:
-            status, _, b = server.post("/v1/completions", LONG)
+        # 8 sequences of 2000 tokens: seconds of work, well past 0.3 s.
+        with harness.Server("--request-timeout", "0.3") as server:
+            status, _, b = server.post("/v1/completions", dict(LONG, n=8))
             check_error(self, status, b, 504, code="timeout")
-            conn, resp = open_stream(server.port, "/v1/completions", LONG)
+            conn, resp = open_stream(server.port, "/v1/completions", dict(LONG, n=8))
             self.assertEqual(resp.status, 200)
             events = harness.sse_events(resp.read())
             conn.close()
+            # Text streamed until the deadline, then the error event, then [DONE].
             self.assertEqual(events[-1], "[DONE]")
             err = json.loads(events[-2])
             self.assertEqual(err["error"]["code"], "timeout")
-            # Both were cancelled: nothing is left holding KV-cache blocks.
-            samples = server.metrics()
+            self.assertGreater(len(events), 3)
+            self.assertIn("choices", json.loads(events[0]))
+            # All were cancelled: nothing is left holding KV-cache blocks.
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                samples = server.metrics()
+                if harness.metric(samples, "volt:request_success_total") == 16:
+                    break
+                time.sleep(0.02)
             self.assertEqual(harness.metric(samples, "volt:kv_cache_usage_perc"), 0)
             self.assertEqual(harness.metric(samples, "volt:request_success_total",
-                                            finished_reason="abort"), 2)
+                                            finished_reason="abort"), 16)
 
 
 class ShutdownTest(unittest.TestCase):

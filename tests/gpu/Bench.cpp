@@ -1,0 +1,188 @@
+//===- Bench.cpp - time of every GEMM-family kernel on the GPU -------------===//
+//
+// For the linears of Qwen3-30B-A3B and a dense 32B model (GpuCases.h):
+// decode (1 and 8 tokens) and prefill (512 tokens) times, measured with
+// CUDA events over repeated launches, as
+//   - effective bandwidth: bytes the kernel must move (weights it reads —
+//     for a MoE step only the experts that received tokens — plus
+//     activations in and out) / time, and its fraction of the device's copy
+//     bandwidth measured in the same run (cuMemcpyDtoD of 1 GiB, counted as
+//     bytes read + written);
+//   - for prefill, TFLOP/s (2 T N K / time) and the fraction of
+//     --peak-tflops when given.
+// Prints a Markdown table for docs/perf/kernels.md. Not a test: it asserts
+// nothing.
+//
+//   gpu_bench [--peak-tflops 125] [--repeats 50]
+//
+//===----------------------------------------------------------------------===//
+#include "tests/gpu/GpuCases.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <set>
+
+using namespace volt;
+using namespace volt::gpu;
+
+namespace {
+
+uint64_t weightBytes(const OperandInfo &w, uint64_t expertsUsed) {
+  uint64_t elements = 1;
+  for (int64_t d : w.shape)
+    elements *= static_cast<uint64_t>(d);
+  uint64_t bytes = w.nvfp4 ? elements / 2 + elements / 16 : elements * 2;
+  if (w.shape.size() == 3)
+    bytes = bytes / static_cast<uint64_t>(w.shape[0]) * expertsUsed;
+  return bytes;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  double peakTflops = 0;
+  int repeats = 50;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--peak-tflops") == 0)
+      peakTflops = std::atof(argv[i + 1]);
+    if (std::strcmp(argv[i], "--repeats") == 0)
+      repeats = std::max(1, std::atoi(argv[i + 1]));
+  }
+  auto gpu = Gpu::open();
+  if (!gpu) {
+    std::printf("gpu_bench: no GPU: %s\n", gpu.message().c_str());
+    return 0;
+  }
+  Gpu &g = **gpu;
+  KernelRegistry registry;
+  std::vector<GpuCase> cases = gpuCases();
+  auto planned = planCases(cases, registry);
+  if (!planned) {
+    std::fprintf(stderr, "gpu_bench: %s\n", planned.message().c_str());
+    return 1;
+  }
+  auto kernels = buildKernels(registry);
+  if (!kernels) {
+    std::fprintf(stderr, "gpu_bench: %s\n", kernels.message().c_str());
+    return 1;
+  }
+  if (Status s = g.load(*kernels); !s) {
+    std::fprintf(stderr, "gpu_bench: %s\n", s.message().c_str());
+    return 1;
+  }
+
+  // Copy bandwidth of this device, in this run.
+  const size_t copyBytes = size_t{1} << 30;
+  auto src = g.allocate(copyBytes), dst = g.allocate(copyBytes);
+  if (!src || !dst) {
+    std::fprintf(stderr, "gpu_bench: cannot allocate the copy buffers\n");
+    return 1;
+  }
+  auto copyMs = g.time(
+      [&] {
+        return g.driver().check(
+            g.driver().cuMemcpyDtoDAsync(dst->ptr, src->ptr, copyBytes, g.stream()), "copy");
+      },
+      10);
+  const double copyGbps = copyMs ? 2.0 * copyBytes / (*copyMs * 1e-3) / 1e9 : 0;
+  std::printf("# %s (sm_%d), kernels %s; copy bandwidth %.0f GB/s (read + write)\n\n",
+              g.name().c_str(), g.computeCapability(),
+              g.computeCapability() == 70 ? "from sm_70 cubins" : "JIT-compiled from sm_70 PTX",
+              copyGbps);
+  std::printf("| op | kernel | T | time (us) | GB/s | of copy | TFLOP/s |%s\n",
+              peakTflops > 0 ? " of peak |" : "");
+  std::printf("|---|---|---|---|---|---|---|%s\n", peakTflops > 0 ? "---|" : "");
+
+  std::mt19937 rng(7);
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const codegen::OpInfo &op = cases[c].op.op;
+    const bool moe = op.kind == "MoeGroupedQLinear";
+    if (op.kind != "QLinear" && op.kind != "Linear" && !moe)
+      continue;
+    for (int tokens : {1, 8, 512}) {
+      if (op.name.ends_with("lm_head") && tokens == 512)
+        continue;
+      const PlannedLaunch *launch = launchFor((*planned)[c], tokens);
+      if (!launch)
+        continue;
+      const int64_t k = op.params.dim, n = op.params.outFeatures;
+      const int64_t columns = op.params.siluEpilogue ? n / 2 : n;
+      Bindings bindings;
+      std::vector<DeviceBuffer> buffers;
+      auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
+        auto b = g.allocate(bytes);
+        if (!b)
+          return false;
+        if (data && !g.upload(*b, data, bytes).ok())
+          return false;
+        if (!data && !g.fill(*b, 0x11).ok())
+          return false;
+        bindings.bind(o, *b);
+        buffers.push_back(*b);
+        return true;
+      };
+      uint64_t expertsUsed = 1, rows = static_cast<uint64_t>(tokens);
+      bool ok = true;
+      if (moe) {
+        const int64_t e = op.params.numExperts, topK = op.params.topK;
+        std::vector<int32_t> ids;
+        std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(e - 1));
+        for (int t = 0; t < tokens; ++t) {
+          std::set<int32_t> chosen;
+          while (static_cast<int64_t>(chosen.size()) < topK)
+            chosen.insert(pick(rng));
+          ids.insert(ids.end(), chosen.begin(), chosen.end());
+        }
+        std::set<int32_t> used(ids.begin(), ids.end());
+        expertsUsed = used.size();
+        std::vector<int32_t> order(ids.size()), starts(static_cast<size_t>(e + 1), 0);
+        for (int32_t id : ids)
+          ++starts[static_cast<size_t>(id + 1)];
+        std::partial_sum(starts.begin(), starts.end(), starts.begin());
+        std::vector<int32_t> next(starts.begin(), starts.end() - 1);
+        for (size_t p = 0; p < ids.size(); ++p)
+          order[static_cast<size_t>(next[static_cast<size_t>(ids[p])]++)] = static_cast<int32_t>(p);
+        rows = ids.size();
+        const uint64_t inRows = op.params.gatherTokens ? static_cast<uint64_t>(tokens) : rows;
+        ok = device(op.operands[0], inRows * k * 2, nullptr) &&
+             device(op.operands[1], order.size() * 4, order.data()) &&
+             device(op.operands[2], starts.size() * 4, starts.data()) &&
+             device(op.operands[3], weightBytes(op.operands[3], e) + 4096, nullptr) &&
+             device(op.operands[4], rows * columns * 2, nullptr);
+      } else {
+        ok = device(op.operands[0], static_cast<size_t>(tokens * k * 2), nullptr) &&
+             device(op.operands[1], weightBytes(op.operands[1], 1) + 4096, nullptr);
+        if (op.operands.size() == 4)
+          ok = ok && device(op.operands[2], static_cast<size_t>(n * 2), nullptr);
+        ok = ok &&
+             device(op.operands.back(),
+                    static_cast<size_t>(tokens * columns * (op.params.outF32 ? 4 : 2)), nullptr);
+      }
+      if (!ok) {
+        std::printf("| %s | cannot allocate |\n", op.name.c_str());
+        continue;
+      }
+      auto ms = g.time([&] { return g.run(*launch, bindings.map(), tokens, tokens); }, repeats);
+      if (!ms) {
+        std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
+        continue;
+      }
+      const uint64_t bytes = weightBytes(moe ? op.operands[3] : op.operands[1], expertsUsed) +
+                             rows * static_cast<uint64_t>(k) * 2 +
+                             rows * static_cast<uint64_t>(columns) * (op.params.outF32 ? 4 : 2);
+      const double seconds = *ms * 1e-3;
+      const double gbps = bytes / seconds / 1e9;
+      const double tflops = 2.0 * static_cast<double>(rows) * n * k / seconds / 1e12;
+      const std::string kernel = registry.requests()[launch->kernel].kernel;
+      std::printf("| %s | %s | %d | %.1f | %.0f | %.0f%% | %.1f |", op.name.c_str(), kernel.c_str(),
+                  tokens, *ms * 1e3, gbps, copyGbps > 0 ? 100 * gbps / copyGbps : 0, tflops);
+      if (peakTflops > 0)
+        std::printf(" %.0f%% |", 100 * tflops / peakTflops);
+      std::printf("\n");
+    }
+  }
+  return 0;
+}

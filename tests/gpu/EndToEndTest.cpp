@@ -1,0 +1,166 @@
+//===- EndToEndTest.cpp - a plan on the GPU against the cpu backend -------===//
+//
+// The same model compiled twice (for the cpu backend and for a GPU SKU, by
+// tests/gpu/prepare.sh) runs the same steps — a batch of prompts prefilled
+// together, then greedy decoding with the sequences batched — on the
+// CpuBackend and on the CudaBackend; the logits agree within the bound
+// below and the greedy tokens are the same wherever the top two logits are
+// further apart than it. VOLT_GPU_PLANS names the folder of plan pairs
+// (<model>/cpu/plan.vplan, <model>/gpu/plan.vplan). Skipped with the reason
+// where no GPU (or no prepared plan) is present.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/PlanFile.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+namespace volt::gpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> modelDirs() {
+  std::vector<fs::path> dirs;
+  const char *root = std::getenv("VOLT_GPU_PLANS");
+  if (!root || !fs::is_directory(root))
+    return dirs;
+  for (const auto &entry : fs::directory_iterator(root))
+    if (fs::exists(entry.path() / "cpu" / "plan.vplan") &&
+        fs::exists(entry.path() / "gpu" / "plan.vplan"))
+      dirs.push_back(entry.path());
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+/// A toy scheduler: S sequences, each with its own blocks, prefilled in one
+/// step, then decoded one token per sequence per step.
+struct Steps {
+  int32_t blockSize, maxBlocks;
+  std::vector<std::vector<int32_t>> tokens; // per sequence, all so far
+  std::vector<int32_t> cached;              // tokens already in the KV cache
+
+  engine::StepBatch batch(std::vector<int32_t> &storage, int32_t vocab) {
+    (void)vocab;
+    storage.clear();
+    std::vector<int32_t> ids, positions, slots, starts = {0}, context, tables, rows;
+    for (size_t s = 0; s < tokens.size(); ++s) {
+      for (size_t p = static_cast<size_t>(cached[s]); p < tokens[s].size(); ++p) {
+        ids.push_back(tokens[s][p]);
+        positions.push_back(static_cast<int32_t>(p));
+        int32_t block = static_cast<int32_t>(s) * maxBlocks + static_cast<int32_t>(p) / blockSize;
+        slots.push_back(block * blockSize + static_cast<int32_t>(p) % blockSize);
+      }
+      starts.push_back(static_cast<int32_t>(ids.size()));
+      context.push_back(static_cast<int32_t>(tokens[s].size()));
+      rows.push_back(static_cast<int32_t>(ids.size()) - 1);
+      for (int32_t b = 0; b < maxBlocks; ++b)
+        tables.push_back(static_cast<int32_t>(s) * maxBlocks + b);
+    }
+    // One storage vector holds every array; spans point into it.
+    std::vector<std::vector<int32_t> *> parts = {&ids,     &positions, &slots, &starts,
+                                                 &context, &tables,    &rows};
+    size_t total = 0;
+    for (auto *v : parts)
+      total += v->size();
+    storage.reserve(total);
+    std::vector<std::span<const int32_t>> spans;
+    for (auto *v : parts) {
+      size_t at = storage.size();
+      storage.insert(storage.end(), v->begin(), v->end());
+      spans.emplace_back(storage.data() + at, v->size());
+    }
+    engine::StepBatch b;
+    b.numTokens = static_cast<int32_t>(ids.size());
+    b.numSeqs = static_cast<int32_t>(tokens.size());
+    b.maxBlocksPerSeq = maxBlocks;
+    b.tokens = spans[0];
+    b.positions = spans[1];
+    b.slotMapping = spans[2];
+    b.seqStarts = spans[3];
+    b.contextLens = spans[4];
+    b.blockTables = spans[5];
+    b.logitsRows = spans[6];
+    for (size_t s = 0; s < tokens.size(); ++s)
+      cached[s] = static_cast<int32_t>(tokens[s].size());
+    return b;
+  }
+};
+
+TEST(GpuEndToEnd, CudaBackendMatchesCpuBackend) {
+  auto dirs = modelDirs();
+  if (dirs.empty())
+    GTEST_SKIP() << "no prepared plans: set VOLT_GPU_PLANS (tests/gpu/README.md)";
+  for (const fs::path &dir : dirs) {
+    SCOPED_TRACE(dir.filename().string());
+    auto cpuPlan = plan::LoadedPlan::load(dir / "cpu" / "plan.vplan");
+    ASSERT_TRUE(cpuPlan.ok()) << cpuPlan.message();
+    auto gpuPlan = plan::LoadedPlan::load(dir / "gpu" / "plan.vplan");
+    ASSERT_TRUE(gpuPlan.ok()) << gpuPlan.message();
+    auto cuda = cuda::CudaBackend::create(**gpuPlan);
+    if (!cuda)
+      GTEST_SKIP() << "no GPU: " << cuda.message();
+    for (const std::string &line : (*cuda)->describeDevices())
+      std::printf("%s\n", line.c_str());
+    auto cpu = executor::CpuBackend::create(**cpuPlan);
+    ASSERT_TRUE(cpu.ok()) << cpu.message();
+
+    const plan::Plan &p = (*gpuPlan)->plan();
+    const int32_t vocab = static_cast<int32_t>(p.model()->vocab_size());
+    const int32_t seqs = static_cast<int32_t>(std::min<uint32_t>(3, p.limits()->max_num_seqs()));
+    Steps steps{static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size()),
+                static_cast<int32_t>(p.limits()->max_blocks_per_seq()),
+                {},
+                {}};
+    for (int32_t s = 0; s < seqs; ++s) {
+      std::vector<int32_t> prompt;
+      for (int32_t i = 0; i < 5 + 4 * s; ++i)
+        prompt.push_back((17 + 31 * i + 101 * s) % vocab);
+      steps.tokens.push_back(prompt);
+      steps.cached.push_back(0);
+    }
+    double worst = 0;
+    for (int step = 0; step < 12; ++step) {
+      std::vector<int32_t> storage;
+      engine::StepBatch batch = steps.batch(storage, vocab);
+      std::vector<float> a(static_cast<size_t>(seqs) * vocab), b(a.size());
+      Status ranCpu = (*cpu)->runStep(batch, a);
+      ASSERT_TRUE(ranCpu.ok()) << ranCpu.message();
+      Status ranGpu = (*cuda)->runStep(batch, b);
+      ASSERT_TRUE(ranGpu.ok()) << ranGpu.message();
+      for (int32_t s = 0; s < seqs; ++s) {
+        const float *x = a.data() + static_cast<size_t>(s) * vocab;
+        const float *y = b.data() + static_cast<size_t>(s) * vocab;
+        double scale = 0, diff = 0;
+        for (int32_t v = 0; v < vocab; ++v) {
+          scale = std::max(scale, std::fabs(static_cast<double>(x[v])));
+          diff = std::max(diff, std::fabs(static_cast<double>(x[v]) - y[v]));
+        }
+        // FP16 activations through every layer: a few FP16 ulps of the
+        // largest logit.
+        const double bound = 2e-2 * scale + 1e-3;
+        worst = std::max(worst, diff / std::max(scale, 1e-6));
+        EXPECT_LE(diff, bound) << "step " << step << " sequence " << s;
+        int32_t best = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
+        int32_t gpuBest = static_cast<int32_t>(std::max_element(y, y + vocab) - y);
+        std::vector<float> sorted(x, x + vocab);
+        std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<float>());
+        if (sorted[0] - sorted[1] > 2 * bound) {
+          EXPECT_EQ(best, gpuBest) << "step " << step << " sequence " << s;
+        }
+        steps.tokens[static_cast<size_t>(s)].push_back(best);
+      }
+    }
+    std::printf("%s: largest logit difference %.2e of the largest logit\n",
+                dir.filename().string().c_str(), worst);
+  }
+}
+
+} // namespace
+} // namespace volt::gpu

@@ -1,0 +1,627 @@
+//===- KernelsTest.cpp - every kernel on a GPU against the cpu backend's op ===//
+//
+// For each op of Qwen3-30B-A3B and a dense 32B model (GpuCases.h), at token
+// counts that select each variant, random inputs run through the GPU kernel
+// and through the cpu backend's op, and every output is compared within the
+// documented bound (docs/perf/kernels.md, "Tolerances"):
+//
+// - GEMMs: |gpu - cpu| <= 2 * 2 (K + 2) 2^-24 sum|x w g| + one FP16 rounding
+//   of each side (tensor cores add with truncation, so twice the
+//   round-to-nearest bound per side); SiluMul outputs propagate the bounds
+//   of gate and up through silu(g) u.
+// - Attention: (context + 64) 2^-22 max|v| + FP16 roundings (online softmax
+//   rescaling; GPU exp).
+// - Norms, RoPE, activations: (n + 8) 2^-22 |y| + FP16 roundings.
+// - Copies, the stable sort, the combine's fixed-order sum: bit-exact;
+//   the router's expert ids exact on inputs without near-ties.
+//
+// Skipped with the reason where no GPU is present.
+//
+//===----------------------------------------------------------------------===//
+#include "tests/gpu/GpuCases.h"
+
+#include "runtime/cpu/Ops.h"
+#include "runtime/numerics/Half.h"
+#include "runtime/numerics/Nvfp4.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+
+namespace volt::gpu {
+namespace {
+
+using codegen::OperandKind;
+using codegen::OpInfo;
+
+std::unique_ptr<Gpu> gGpu;
+std::string gNoGpu;
+
+class GpuKernels : public ::testing::TestWithParam<size_t> {
+protected:
+  static void SetUpTestSuite() {
+    if (gGpu || !gNoGpu.empty())
+      return;
+    auto gpu = Gpu::open();
+    if (!gpu) {
+      gNoGpu = gpu.message();
+      return;
+    }
+    gGpu = std::move(*gpu);
+  }
+  void SetUp() override {
+    if (!gGpu)
+      GTEST_SKIP() << "no GPU: " << gNoGpu;
+  }
+};
+
+std::vector<uint16_t> randomHalves(std::mt19937 &rng, size_t n, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<uint16_t> v(n);
+  for (uint16_t &h : v)
+    h = floatToHalf(d(rng));
+  return v;
+}
+
+std::vector<uint16_t> absHalves(std::vector<uint16_t> v) {
+  for (uint16_t &h : v)
+    h &= 0x7FFF;
+  return v;
+}
+
+bool halfClose(uint16_t got, uint16_t want, double bound) {
+  double g = halfToFloat(got), w = halfToFloat(want);
+  return std::fabs(g - w) <=
+         bound + std::ldexp(1.0, -10) * std::max(std::fabs(g), std::fabs(w)) + std::ldexp(1.0, -24);
+}
+
+/// Host inputs of one op, their device copies, and its outputs.
+struct Buffers {
+  Bindings bindings;
+  std::vector<DeviceBuffer> device;
+};
+
+Result<DeviceBuffer> put(Buffers &b, const OperandInfo &o, const void *data, size_t bytes) {
+  VOLT_ASSIGN_OR_RETURN(DeviceBuffer d, gGpu->allocate(bytes));
+  if (data)
+    VOLT_RETURN_IF_ERROR(gGpu->upload(d, data, bytes));
+  else
+    VOLT_RETURN_IF_ERROR(gGpu->fill(d, 0));
+  b.bindings.bind(o, d);
+  b.device.push_back(d);
+  return d;
+}
+
+template <typename T> std::vector<T> get(const DeviceBuffer &d, size_t count) {
+  std::vector<T> v(count);
+  Status s = gGpu->download(v.data(), d, count * sizeof(T));
+  EXPECT_TRUE(s.ok()) << s.message();
+  return v;
+}
+
+/// An NVFP4 entry in the canonical layout with random codes and scales.
+struct Nvfp4Entry {
+  std::vector<uint8_t> bytes;
+  uint64_t scalesOffset = 0;
+  int64_t rows = 0, cols = 0;
+  cpu::Nvfp4Matrix matrix() const {
+    return {bytes.data(), bytes.data() + scalesOffset, rows, cols};
+  }
+  Nvfp4Entry absolute() const {
+    Nvfp4Entry a = *this;
+    for (uint64_t i = 0; i < scalesOffset; ++i)
+      a.bytes[i] &= 0x77;
+    return a;
+  }
+};
+
+Nvfp4Entry randomNvfp4(std::mt19937 &rng, const std::vector<int64_t> &shape) {
+  Nvfp4Entry e;
+  e.cols = shape.back();
+  e.rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    e.rows *= shape[i];
+  e.scalesOffset = codegen::nvfp4ScalesOffset(shape);
+  e.bytes.resize(e.scalesOffset + static_cast<size_t>(e.rows * e.cols / 16));
+  std::uniform_int_distribution<int> byte(0, 255), scale(0x28, 0x48);
+  for (uint64_t i = 0; i < static_cast<uint64_t>(e.rows * e.cols / 2); ++i)
+    e.bytes[i] = static_cast<uint8_t>(byte(rng));
+  for (size_t i = e.scalesOffset; i < e.bytes.size(); ++i)
+    e.bytes[i] = static_cast<uint8_t>(scale(rng));
+  return e;
+}
+
+double sumBound(int64_t n, double absSum) {
+  return 2.0 * 2.0 * static_cast<double>(n + 2) * std::ldexp(1.0, -24) * absSum;
+}
+
+int threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+// ---- GEMMs -----------------------------------------------------------------
+
+void checkLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
+  std::mt19937 rng(static_cast<uint32_t>(tokens * 977 + op.params.outFeatures));
+  const bool quantized = op.kind == "QLinear";
+  const OperandInfo &in = op.operands[0], &w = op.operands[1], &out = op.operands.back();
+  const bool bias = op.operands.size() == 4;
+  const int64_t k = op.params.dim, n = op.params.outFeatures;
+  const bool silu = op.params.siluEpilogue, f32 = op.params.outF32;
+  const int rows = tokens; // per-sequence ops run with S = T here
+  std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>(rows * k));
+  std::vector<uint16_t> b = randomHalves(rng, static_cast<size_t>(n), 0.1f);
+  Nvfp4Entry q;
+  std::vector<uint16_t> dense;
+  if (quantized)
+    q = randomNvfp4(rng, w.shape);
+  else
+    dense = randomHalves(rng, static_cast<size_t>(n * k), 0.05f);
+  const int64_t columns = silu ? n / 2 : n;
+  cpu::ThreadPool pool(threads());
+  // Reference, and the pre-activation sums and |x||w| sums for the bound.
+  std::vector<float> reference(static_cast<size_t>(rows * columns)),
+      pre(static_cast<size_t>(rows * n)), absSum(static_cast<size_t>(rows * n));
+  std::vector<uint16_t> reference16(reference.size());
+  std::vector<uint16_t> ax = absHalves(x);
+  if (quantized) {
+    cpu::QLinearParams p;
+    p.tokens = rows;
+    p.inFeatures = k;
+    p.outFeatures = n;
+    p.partRows = w.partRows;
+    p.globalScales = w.globalScales;
+    p.outDtype = f32 ? cpu::DType::F32 : cpu::DType::F16;
+    p.epilogue = silu ? cpu::Epilogue::SiluMul : cpu::Epilogue::None;
+    cpu::qlinear(p, x.data(), q.matrix(), bias ? b.data() : nullptr,
+                 f32 ? static_cast<void *>(reference.data()) : reference16.data(), pool);
+    p.outDtype = cpu::DType::F32;
+    p.epilogue = cpu::Epilogue::None;
+    cpu::qlinear(p, x.data(), q.matrix(), bias ? b.data() : nullptr, pre.data(), pool);
+    Nvfp4Entry aq = q.absolute();
+    cpu::qlinear(p, ax.data(), aq.matrix(), nullptr, absSum.data(), pool);
+  } else {
+    cpu::linear({rows, k, n, f32 ? cpu::DType::F32 : cpu::DType::F16}, x.data(), dense.data(),
+                bias ? b.data() : nullptr,
+                f32 ? static_cast<void *>(reference.data()) : reference16.data(), pool);
+    cpu::linear({rows, k, n, cpu::DType::F32}, x.data(), dense.data(), bias ? b.data() : nullptr,
+                pre.data(), pool);
+    cpu::linear({rows, k, n, cpu::DType::F32}, ax.data(), absHalves(dense).data(), nullptr,
+                absSum.data(), pool);
+  }
+  Buffers buffers;
+  ASSERT_TRUE(put(buffers, in, x.data(), x.size() * 2).ok());
+  ASSERT_TRUE(quantized ? put(buffers, w, q.bytes.data(), q.bytes.size()).ok()
+                        : put(buffers, w, dense.data(), dense.size() * 2).ok());
+  if (bias) {
+    ASSERT_TRUE(put(buffers, op.operands[2], b.data(), b.size() * 2).ok());
+  }
+  auto outBuffer = put(buffers, out, nullptr, static_cast<size_t>(rows * columns) * (f32 ? 4 : 2));
+  ASSERT_TRUE(outBuffer.ok()) << outBuffer.message();
+  Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, tokens);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  int bad = 0;
+  if (f32) {
+    auto got = get<float>(*outBuffer, reference.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      if (std::fabs(got[i] - reference[i]) >
+              sumBound(k, absSum[i]) + std::ldexp(2.0, -24) * std::fabs(reference[i]) &&
+          bad++ < 5)
+        ADD_FAILURE() << op.name << " T=" << tokens << " [" << i << "]: gpu " << got[i] << ", cpu "
+                      << reference[i];
+  } else {
+    auto got = get<uint16_t>(*outBuffer, reference16.size());
+    for (int64_t t = 0; t < rows; ++t)
+      for (int64_t c = 0; c < columns; ++c) {
+        size_t at = static_cast<size_t>(t * columns + c);
+        double bound;
+        if (silu) {
+          size_t g = static_cast<size_t>(t * n + c), u = static_cast<size_t>(t * n + c + n / 2);
+          double sg = pre[g] / (1 + std::exp(-pre[g]));
+          bound = 2 * (1.1 * sumBound(k, absSum[g]) * std::fabs(pre[u]) +
+                       std::fabs(sg) * sumBound(k, absSum[u]) +
+                       std::ldexp(4.0, -24) * std::fabs(sg * pre[u]));
+        } else {
+          bound = 2 * sumBound(k, absSum[static_cast<size_t>(t * n + c)]);
+        }
+        if (!halfClose(got[at], reference16[at], bound) && bad++ < 5)
+          ADD_FAILURE() << op.name << " T=" << tokens << " [" << t << ", " << c << "]: gpu "
+                        << halfToFloat(got[at]) << ", cpu " << halfToFloat(reference16[at])
+                        << ", bound " << bound;
+      }
+  }
+  EXPECT_EQ(bad, 0) << op.name << " at T = " << tokens;
+}
+
+/// Routing of T tokens to k of E experts and its alignment (cpu ops).
+struct Routing {
+  std::vector<int32_t> ids, order, starts;
+  std::vector<float> weights;
+};
+
+Routing route(std::mt19937 &rng, int64_t tokens, int64_t experts, int64_t k) {
+  Routing r;
+  std::vector<int32_t> all(static_cast<size_t>(experts));
+  std::iota(all.begin(), all.end(), 0);
+  // Skewed: low-numbered experts are popular, as real routers are.
+  std::discrete_distribution<int> pick(static_cast<size_t>(experts), 0.0, 1.0,
+                                       [](double x) { return 1.0 / (0.05 + x); });
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<int32_t> chosen;
+    while (static_cast<int64_t>(chosen.size()) < k) {
+      int e = pick(rng);
+      if (std::find(chosen.begin(), chosen.end(), e) == chosen.end())
+        chosen.push_back(e);
+    }
+    r.ids.insert(r.ids.end(), chosen.begin(), chosen.end());
+    for (int64_t s = 0; s < k; ++s)
+      r.weights.push_back(1.0f / static_cast<float>(k + s));
+  }
+  r.order.resize(r.ids.size());
+  r.starts.resize(static_cast<size_t>(experts + 1));
+  cpu::moeAlign({tokens, k, experts}, r.ids.data(), r.order.data(), r.starts.data());
+  return r;
+}
+
+void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
+  std::mt19937 rng(static_cast<uint32_t>(tokens * 131 + op.params.outFeatures));
+  const int64_t experts = op.params.numExperts, topK = op.params.topK;
+  const int64_t k = op.params.dim, n = op.params.outFeatures, pairs = tokens * topK;
+  const bool silu = op.params.siluEpilogue, gather = op.params.gatherTokens;
+  const OperandInfo &w = op.operands[3];
+  Routing r = route(rng, tokens, experts, topK);
+  std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>((gather ? tokens : pairs) * k));
+  Nvfp4Entry q = randomNvfp4(rng, w.shape);
+  const int64_t columns = silu ? n / 2 : n;
+  cpu::ThreadPool pool(threads());
+  cpu::MoeGroupedQLinearParams p;
+  p.tokens = tokens;
+  p.topK = topK;
+  p.numExperts = experts;
+  p.inFeatures = k;
+  p.outFeatures = n;
+  p.partRows = w.partRows;
+  p.globalScales = w.globalScales;
+  p.gatherTokens = gather;
+  p.epilogue = silu ? cpu::Epilogue::SiluMul : cpu::Epilogue::None;
+  std::vector<uint16_t> reference(static_cast<size_t>(pairs * columns)),
+      pre(static_cast<size_t>(pairs * n)), absSum(static_cast<size_t>(pairs * n));
+  cpu::moeGroupedQLinear(p, x.data(), r.order.data(), r.starts.data(), q.matrix(), reference.data(),
+                         pool);
+  p.epilogue = cpu::Epilogue::None;
+  cpu::moeGroupedQLinear(p, x.data(), r.order.data(), r.starts.data(), q.matrix(), pre.data(),
+                         pool);
+  Nvfp4Entry aq = q.absolute();
+  std::vector<uint16_t> ax = absHalves(x);
+  cpu::moeGroupedQLinear(p, ax.data(), r.order.data(), r.starts.data(), aq.matrix(), absSum.data(),
+                         pool);
+  Buffers buffers;
+  ASSERT_TRUE(put(buffers, op.operands[0], x.data(), x.size() * 2).ok());
+  ASSERT_TRUE(put(buffers, op.operands[1], r.order.data(), r.order.size() * 4).ok());
+  ASSERT_TRUE(put(buffers, op.operands[2], r.starts.data(), r.starts.size() * 4).ok());
+  ASSERT_TRUE(put(buffers, w, q.bytes.data(), q.bytes.size()).ok());
+  auto out = put(buffers, op.operands[4], nullptr, reference.size() * 2);
+  ASSERT_TRUE(out.ok());
+  Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, 1);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  auto got = get<uint16_t>(*out, reference.size());
+  int bad = 0;
+  for (int64_t j = 0; j < pairs; ++j)
+    for (int64_t c = 0; c < columns; ++c) {
+      auto h = [&](const std::vector<uint16_t> &v, int64_t col) {
+        return static_cast<double>(halfToFloat(v[static_cast<size_t>(j * n + col)]));
+      };
+      double bound;
+      if (silu) {
+        double g = h(pre, c), u = h(pre, c + n / 2), sg = g / (1 + std::exp(-g));
+        bound = 2 * (1.1 * sumBound(k, h(absSum, c)) * std::fabs(u) +
+                     std::fabs(sg) * sumBound(k, h(absSum, c + n / 2))) +
+                std::ldexp(1.0, -9) * std::fabs(sg * u);
+      } else {
+        bound = 2 * sumBound(k, h(absSum, c) * 1.001);
+      }
+      size_t at = static_cast<size_t>(j * columns + c);
+      if (!halfClose(got[at], reference[at], bound) && bad++ < 5)
+        ADD_FAILURE() << op.name << " T=" << tokens << " row " << j << " col " << c << ": gpu "
+                      << halfToFloat(got[at]) << ", cpu " << halfToFloat(reference[at]);
+    }
+  EXPECT_EQ(bad, 0) << op.name << " at T = " << tokens;
+}
+
+// ---- Attention -------------------------------------------------------------
+
+void checkAttention(const OpInfo &op, const codegen::ProgramInfo &program,
+                    const PlannedLaunch &launch, int tokens) {
+  std::mt19937 rng(static_cast<uint32_t>(tokens));
+  const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
+  const int64_t blockSize = program.kvBlockSize, maxBlocks = program.maxBlocksPerSeq;
+  // Decode: every token its own sequence with a long context; prefill: one
+  // chunk after 700 cached positions.
+  std::vector<int32_t> seqStarts = {0}, contextLens;
+  if (tokens <= 8) {
+    for (int t = 0; t < tokens; ++t) {
+      seqStarts.push_back(t + 1);
+      contextLens.push_back(1000 + 997 * t);
+    }
+  } else {
+    seqStarts.push_back(tokens);
+    contextLens.push_back(700 + tokens);
+  }
+  const int seqs = static_cast<int>(contextLens.size());
+  std::vector<int32_t> blocks(static_cast<size_t>(program.kvBlocks));
+  std::iota(blocks.begin(), blocks.end(), 0);
+  std::shuffle(blocks.begin(), blocks.end(), rng);
+  std::vector<int32_t> tables(static_cast<size_t>(seqs * maxBlocks), 0), slots(tokens);
+  size_t next = 0;
+  for (int s = 0; s < seqs; ++s) {
+    int64_t used = (contextLens[static_cast<size_t>(s)] + blockSize - 1) / blockSize;
+    for (int64_t b = 0; b < used; ++b)
+      tables[static_cast<size_t>(s * maxBlocks + b)] = blocks[next++];
+    for (int t = seqStarts[static_cast<size_t>(s)]; t < seqStarts[static_cast<size_t>(s) + 1];
+         ++t) {
+      int64_t pos = contextLens[static_cast<size_t>(s)] -
+                    (seqStarts[static_cast<size_t>(s) + 1] - seqStarts[static_cast<size_t>(s)]) +
+                    (t - seqStarts[static_cast<size_t>(s)]);
+      slots[static_cast<size_t>(t)] = static_cast<int32_t>(
+          tables[static_cast<size_t>(s * maxBlocks + pos / blockSize)] * blockSize +
+          pos % blockSize);
+    }
+  }
+  const size_t layer = static_cast<size_t>(program.kvLayerBytes() / 2);
+  std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * (hq + 2 * hkv) * d));
+  std::vector<uint16_t> cache = randomHalves(rng, 2 * layer);
+  std::vector<uint16_t> cpuCache = cache, reference(static_cast<size_t>(tokens * hq * d));
+  cpu::ThreadPool pool(threads());
+  cpu::attention({tokens, seqs, hq, hkv, d}, qkv.data(),
+                 {slots.data(), seqStarts.data(), contextLens.data(), tables.data(), maxBlocks},
+                 {cpuCache.data(), cpuCache.data() + layer, program.kvBlocks, blockSize},
+                 reference.data(), pool);
+  Buffers buffers;
+  ASSERT_TRUE(put(buffers, op.operands[0], qkv.data(), qkv.size() * 2).ok());
+  auto kv = put(buffers, op.operands[1], cache.data(), cache.size() * 2);
+  ASSERT_TRUE(kv.ok());
+  ASSERT_TRUE(put(buffers, op.operands[2], slots.data(), slots.size() * 4).ok());
+  ASSERT_TRUE(put(buffers, op.operands[3], seqStarts.data(), seqStarts.size() * 4).ok());
+  ASSERT_TRUE(put(buffers, op.operands[4], contextLens.data(), contextLens.size() * 4).ok());
+  ASSERT_TRUE(put(buffers, op.operands[5], tables.data(), tables.size() * 4).ok());
+  auto out = put(buffers, op.operands[6], nullptr, reference.size() * 2);
+  ASSERT_TRUE(out.ok());
+  Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, seqs);
+  ASSERT_TRUE(ran.ok()) << ran.message();
+  EXPECT_TRUE(get<uint16_t>(*kv, cache.size()) == cpuCache) << "KV cache slots";
+  auto got = get<uint16_t>(*out, reference.size());
+  double maxV = 0;
+  for (uint16_t v : cache)
+    maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
+  const double bound = (contextLens.back() + 64) * std::ldexp(1.0, -22) * maxV;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!halfClose(got[i], reference[i], bound) && bad++ < 5)
+      ADD_FAILURE() << op.name << " T=" << tokens << " [" << i << "]: gpu " << halfToFloat(got[i])
+                    << ", cpu " << halfToFloat(reference[i]);
+  EXPECT_EQ(bad, 0);
+}
+
+// ---- Element-wise, norms, routing ------------------------------------------
+
+void expectClose(const std::vector<uint16_t> &got, const std::vector<uint16_t> &want, double rel,
+                 const std::string &what) {
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!halfClose(got[i], want[i], rel * std::fabs(halfToFloat(want[i]))) && bad++ < 5)
+      ADD_FAILURE() << what << " [" << i << "]: gpu " << halfToFloat(got[i]) << ", cpu "
+                    << halfToFloat(want[i]);
+  EXPECT_EQ(bad, 0) << what;
+}
+
+void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
+  std::mt19937 rng(static_cast<uint32_t>(tokens * 7));
+  cpu::ThreadPool pool(threads());
+  Buffers buffers;
+  const std::string what = op.name + " at T = " + std::to_string(tokens);
+  const int64_t dim = op.params.dim;
+  auto run = [&] {
+    Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, tokens);
+    ASSERT_TRUE(ran.ok()) << ran.message();
+  };
+  if (op.kind == "Embedding") {
+    const int64_t rows = op.params.vocabRows;
+    std::vector<uint16_t> table = randomHalves(rng, static_cast<size_t>(rows * dim));
+    std::vector<int32_t> ids(static_cast<size_t>(tokens));
+    std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(rows + 100));
+    for (int32_t &t : ids)
+      t = id(rng);
+    std::vector<uint16_t> want(static_cast<size_t>(tokens * dim));
+    cpu::embedding({tokens, dim, 0, rows}, ids.data(), table.data(), want.data(), pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], ids.data(), ids.size() * 4).ok());
+    ASSERT_TRUE(put(buffers, op.operands[1], table.data(), table.size() * 2).ok());
+    auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
+    run();
+    EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
+  } else if (op.kind == "RmsNorm" || op.kind == "AddRmsNorm") {
+    const bool add = op.kind == "AddRmsNorm";
+    const bool resF32 = add && op.operands[1].f32;
+    std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(tokens * dim), 2.0f),
+                          w = randomHalves(rng, static_cast<size_t>(dim));
+    std::vector<uint16_t> res16 = randomHalves(rng, static_cast<size_t>(tokens * dim), 2.0f);
+    std::vector<float> res32(static_cast<size_t>(tokens * dim));
+    for (size_t i = 0; i < res32.size(); ++i)
+      res32[i] = halfToFloat(res16[i]) * 1.001f;
+    std::vector<uint16_t> want(static_cast<size_t>(tokens * dim)), wantRes16 = res16;
+    std::vector<float> wantRes32 = res32;
+    void *res = resF32 ? static_cast<void *>(wantRes32.data()) : wantRes16.data();
+    if (add)
+      cpu::addRmsNorm(
+          {tokens, dim, op.params.eps, cpu::DType::F16, resF32 ? cpu::DType::F32 : cpu::DType::F16},
+          in.data(), res, w.data(), want.data(), pool);
+    else
+      cpu::rmsNorm({tokens, dim, op.params.eps, cpu::DType::F16}, in.data(), w.data(), want.data(),
+                   pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
+    Result<DeviceBuffer> resBuffer = Error("");
+    if (add)
+      resBuffer = put(buffers, op.operands[1],
+                      resF32 ? static_cast<const void *>(res32.data()) : res16.data(),
+                      res32.size() * (resF32 ? 4 : 2));
+    ASSERT_TRUE(put(buffers, op.operands[add ? 2 : 1], w.data(), w.size() * 2).ok());
+    auto out = put(buffers, op.operands[add ? 3 : 2], nullptr, want.size() * 2);
+    run();
+    expectClose(get<uint16_t>(*out, want.size()), want, (dim + 8) * std::ldexp(1.0, -22), what);
+    if (add && resF32) {
+      EXPECT_TRUE(get<float>(*resBuffer, res32.size()) == wantRes32) << what << ": residual";
+    } else if (add) {
+      EXPECT_TRUE(get<uint16_t>(*resBuffer, res16.size()) == wantRes16) << what << ": residual";
+    }
+  } else if (op.kind == "QkNormRope") {
+    const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
+    std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * (hq + 2 * hkv) * d));
+    std::vector<uint16_t> qn = randomHalves(rng, static_cast<size_t>(d)),
+                          kn = randomHalves(rng, static_cast<size_t>(d));
+    std::vector<int32_t> positions(static_cast<size_t>(tokens));
+    for (int t = 0; t < tokens; ++t)
+      positions[static_cast<size_t>(t)] = t * 331 % 40000;
+    std::vector<uint16_t> want = qkv;
+    cpu::qkNormRope({tokens, hq, hkv, d, op.params.ropeTheta, op.params.eps}, want.data(),
+                    positions.data(), qn.data(), kn.data(), pool);
+    auto buffer = put(buffers, op.operands[0], qkv.data(), qkv.size() * 2);
+    ASSERT_TRUE(put(buffers, op.operands[1], positions.data(), positions.size() * 4).ok());
+    ASSERT_TRUE(put(buffers, op.operands[2], qn.data(), qn.size() * 2).ok());
+    ASSERT_TRUE(put(buffers, op.operands[3], kn.data(), kn.size() * 2).ok());
+    run();
+    expectClose(get<uint16_t>(*buffer, want.size()), want, (d + 8) * std::ldexp(1.0, -22), what);
+  } else if (op.kind == "SiluMul" || op.kind == "SigmoidGateAdd") {
+    const bool silu = op.kind == "SiluMul";
+    std::vector<uint16_t> a = randomHalves(rng, static_cast<size_t>(tokens * dim * (silu ? 2 : 1)));
+    std::vector<uint16_t> v = randomHalves(rng, static_cast<size_t>(tokens * dim));
+    std::vector<uint16_t> gate = randomHalves(rng, static_cast<size_t>(tokens));
+    std::vector<uint16_t> want =
+        silu ? std::vector<uint16_t>(static_cast<size_t>(tokens * dim)) : a;
+    if (silu)
+      cpu::siluMul({tokens, dim}, a.data(), want.data(), pool);
+    else
+      cpu::sigmoidGateAdd({tokens, dim, cpu::DType::F16}, want.data(), v.data(), gate.data(), pool);
+    auto first = put(buffers, op.operands[0], a.data(), a.size() * 2);
+    Result<DeviceBuffer> out = first;
+    if (silu) {
+      out = put(buffers, op.operands[1], nullptr, want.size() * 2);
+    } else {
+      ASSERT_TRUE(put(buffers, op.operands[1], v.data(), v.size() * 2).ok());
+      ASSERT_TRUE(put(buffers, op.operands[2], gate.data(), gate.size() * 2).ok());
+    }
+    run();
+    expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
+  } else if (op.kind == "GatherRows") {
+    const int64_t rows = tokens * 3;
+    std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(rows * dim));
+    std::vector<int32_t> pick(static_cast<size_t>(tokens));
+    for (int t = 0; t < tokens; ++t)
+      pick[static_cast<size_t>(t)] = static_cast<int32_t>(rows - 1 - 2 * t);
+    std::vector<uint16_t> want(static_cast<size_t>(tokens * dim));
+    cpu::gatherRows({tokens, dim, cpu::DType::F16}, in.data(), pick.data(), want.data(), pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
+    ASSERT_TRUE(put(buffers, op.operands[1], pick.data(), pick.size() * 4).ok());
+    auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
+    run();
+    EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
+  } else if (op.kind == "MoeRouter") {
+    const int64_t e = op.params.numExperts, k = op.params.topK;
+    // Distinct logits 0.01 apart: no near-ties for the GPU's exp to flip.
+    std::vector<float> logits(static_cast<size_t>(tokens * e));
+    std::vector<int> perm(static_cast<size_t>(e));
+    for (int t = 0; t < tokens; ++t) {
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      for (int64_t i = 0; i < e; ++i)
+        logits[static_cast<size_t>(t * e + i)] =
+            0.01f * static_cast<float>(perm[static_cast<size_t>(i)]) - 0.6f;
+    }
+    std::vector<int32_t> ids(static_cast<size_t>(tokens * k));
+    std::vector<float> weights(ids.size());
+    cpu::moeRouter({tokens, e, k, op.params.renormalize}, logits.data(), ids.data(), weights.data(),
+                   pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], logits.data(), logits.size() * 4).ok());
+    auto outIds = put(buffers, op.operands[1], nullptr, ids.size() * 4);
+    auto outWeights = put(buffers, op.operands[2], nullptr, weights.size() * 4);
+    run();
+    EXPECT_TRUE(get<int32_t>(*outIds, ids.size()) == ids) << what;
+    auto gotWeights = get<float>(*outWeights, weights.size());
+    for (size_t i = 0; i < weights.size(); ++i)
+      EXPECT_NEAR(gotWeights[i], weights[i], 4e-7f * weights[i] + 1e-9f) << what << " " << i;
+  } else if (op.kind == "MoeAlign") {
+    Routing r = route(rng, tokens, op.params.numExperts, op.params.topK);
+    ASSERT_TRUE(put(buffers, op.operands[0], r.ids.data(), r.ids.size() * 4).ok());
+    auto order = put(buffers, op.operands[1], nullptr, r.order.size() * 4);
+    auto starts = put(buffers, op.operands[2], nullptr, r.starts.size() * 4);
+    run();
+    EXPECT_TRUE(get<int32_t>(*order, r.order.size()) == r.order) << what;
+    EXPECT_TRUE(get<int32_t>(*starts, r.starts.size()) == r.starts) << what;
+  } else if (op.kind == "MoeCombine") {
+    const int64_t k = op.params.topK, e = 128;
+    Routing r = route(rng, tokens, e, k);
+    std::vector<uint16_t> rows = randomHalves(rng, static_cast<size_t>(tokens * k * dim));
+    std::vector<uint16_t> want(static_cast<size_t>(tokens * dim));
+    cpu::moeCombine({tokens, k, dim, op.params.accumulate}, rows.data(), r.order.data(),
+                    r.weights.data(), want.data(), pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], rows.data(), rows.size() * 2).ok());
+    ASSERT_TRUE(put(buffers, op.operands[1], r.order.data(), r.order.size() * 4).ok());
+    ASSERT_TRUE(put(buffers, op.operands[2], r.weights.data(), r.weights.size() * 4).ok());
+    auto out = put(buffers, op.operands[3], nullptr, want.size() * 2);
+    run();
+    EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
+  } else {
+    FAIL() << "no GPU check for " << op.kind;
+  }
+}
+
+// ---- The test ----------------------------------------------------------------
+
+std::vector<GpuCase> &cases() {
+  static std::vector<GpuCase> c = gpuCases();
+  return c;
+}
+
+TEST_P(GpuKernels, MatchesTheCpuBackend) {
+  const GpuCase &c = cases()[GetParam()];
+  KernelRegistry registry;
+  auto planned =
+      codegen::planLaunches(c.op.op, c.op.variants, c.program, codegen::TargetInfo{}, registry);
+  ASSERT_TRUE(planned.ok()) << planned.message();
+  if (planned->empty())
+    GTEST_SKIP() << c.op.op.kind << " runs on NCCL (tests/gpu/EndToEndTest.cpp)";
+  auto kernels = buildKernels(registry);
+  ASSERT_TRUE(kernels.ok()) << kernels.message();
+  // The registry's kernel indices are this set's; load it fresh.
+  auto gpu = Gpu::open();
+  ASSERT_TRUE(gpu.ok()) << gpu.message();
+  std::swap(gGpu, *gpu);
+  Status loaded = gGpu->load(*kernels);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  for (int tokens : c.tokens) {
+    const PlannedLaunch *launch = launchFor(*planned, tokens);
+    ASSERT_TRUE(launch) << "no variant for T = " << tokens;
+    const std::string &kind = c.op.op.kind;
+    if (kind == "QLinear" || kind == "Linear")
+      checkLinear(c.op.op, *launch, tokens);
+    else if (kind == "MoeGroupedQLinear")
+      checkMoeLinear(c.op.op, *launch, tokens);
+    else if (kind == "Attention")
+      checkAttention(c.op.op, c.program, *launch, tokens);
+    else
+      checkSmallOp(c.op.op, *launch, tokens);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelOps, GpuKernels, ::testing::Range<size_t>(0, cases().size()),
+                         [](const ::testing::TestParamInfo<size_t> &info) {
+                           std::string name = cases()[info.param].op.op.name;
+                           for (char &ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch)))
+                               ch = '_';
+                           return name;
+                         });
+
+} // namespace
+} // namespace volt::gpu

@@ -370,6 +370,7 @@ class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_requests_in_flight(self):
         server = harness.Server()
         server.start()
+        self.addCleanup(server.kill)
         idle = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         idle.request("GET", "/health")
         self.assertEqual(idle.getresponse().read(), b"")
@@ -397,6 +398,7 @@ class ShutdownTest(unittest.TestCase):
     def test_grace_period_cancels_what_is_left(self):
         server = harness.Server("--shutdown-grace-period", "0.05")
         server.start()
+        self.addCleanup(server.kill)
         result = {}
 
         def long_request():

@@ -90,7 +90,7 @@ void Histogram::render(std::string &out, const std::string &name, const std::str
   sample(out, name + "_count", labels, double(count_));
 }
 
-Metrics::Metrics(std::string modelName)
+Metrics::Metrics(const std::string &modelName)
     : modelLabel_("model_name=\"" + escapeLabel(modelName) + "\""), ttft_(kTtftBuckets),
       interToken_(kInterTokenBuckets), e2e_(kRequestLatencyBuckets), queue_(kRequestLatencyBuckets),
       requestPrompt_(tokenCountBuckets(1 << 20)), requestGeneration_(tokenCountBuckets(1 << 20)) {}
@@ -190,10 +190,11 @@ std::string Metrics::render(const engine::EngineStats *stats, const EngineInfo &
   header(out, "volt:http_requests_total", "counter", "HTTP responses by route, method, status.");
   for (const auto &[key, count] : http_) {
     const auto &[handler, method, status] = key;
-    sample(out, "volt:http_requests_total",
-           m + ",handler=\"" + escapeLabel(handler) + "\",method=\"" + escapeLabel(method) +
-               "\",status=\"" + status + "\"",
-           double(count));
+    std::string labels = m;
+    labels += ",handler=\"" + escapeLabel(handler) + "\"";
+    labels += ",method=\"" + escapeLabel(method) + "\"";
+    labels += ",status=\"" + status + "\"";
+    sample(out, "volt:http_requests_total", labels, double(count));
   }
 
   header(out, "volt:time_to_first_token_seconds", "histogram",

@@ -46,7 +46,7 @@ struct EngineInfo {
 
 class Metrics {
 public:
-  explicit Metrics(std::string modelName);
+  explicit Metrics(const std::string &modelName);
   /// The model_name label (known once the plan is loaded).
   void setModelName(const std::string &modelName);
 

@@ -267,9 +267,12 @@ MaybeError normalizeContent(Json &content, const std::string &where) {
     if (type == part.end() || !type->is_string())
       return badRequest(where, at + ".type: required string");
     const std::string &t = type->get_ref<const std::string &>();
-    if (t != "text" && t != "input_text")
-      return badRequest(where, at + ".type: '" + t +
-                                   "' is not supported (the model takes text only; valid: text)");
+    if (t != "text" && t != "input_text") {
+      std::string message = at + ".type: '";
+      message += t;
+      message += "' is not supported (the model takes text only; valid: text)";
+      return badRequest(where, message);
+    }
     auto body = part.find("text");
     if (body == part.end() || !body->is_string())
       return badRequest(where, at + ".text: required string");

@@ -34,9 +34,9 @@ Json finishReasonJson(engine::FinishReason reason) {
 }
 
 ResponseBuilder::ResponseBuilder(ResponseOptions options, int32_t numChoices)
-    : o_(std::move(options)), choices_(size_t(numChoices)) {
+    : o_(std::move(options)), choices_(size_t(numChoices)), logprobs_(size_t(numChoices)) {
   for (size_t i = 0; i < choices_.size(); ++i) {
-    choices_[i].logprobs = emptyLogprobs();
+    logprobs_[i] = emptyLogprobs();
     size_t prompt = i / size_t(std::max(o_.n, 1));
     if (prompt < o_.echo.size())
       choices_[i].textOffset = codePoints(o_.echo[prompt]);
@@ -149,7 +149,7 @@ std::string ResponseBuilder::streamEvents(const std::vector<ChoiceEvent> &events
     if (!c.echoed) {
       size_t prompt = size_t(e.choice) / size_t(std::max(o_.n, 1));
       if (prompt < o_.echo.size())
-        text = o_.echo[prompt] + text;
+        text.insert(0, o_.echo[prompt]);
       c.echoed = true;
     }
     c.text += o.text;
@@ -209,7 +209,7 @@ void ResponseBuilder::add(const std::vector<ChoiceEvent> &events) {
     if (o.token)
       c.tokens.push_back(*o.token);
     c.text += o.text;
-    appendLogprobs(c, o, c.logprobs);
+    appendLogprobs(c, o, logprobs_[size_t(e.choice)]);
     if (o.finished) {
       c.finished = true;
       c.finish = o.finishReason;
@@ -229,8 +229,8 @@ Json ResponseBuilder::response() const {
     std::string text = c.text;
     size_t prompt = i / size_t(std::max(o_.n, 1));
     if (prompt < o_.echo.size())
-      text = o_.echo[prompt] + text;
-    Json choice = choiceJson(int32_t(i), text, c.logprobs, &c);
+      text.insert(0, o_.echo[prompt]);
+    Json choice = choiceJson(int32_t(i), text, logprobs_[i], &c);
     if (chat) {
       Json ordered = Json::object();
       ordered["index"] = i;

@@ -75,8 +75,7 @@ private:
   struct Choice {
     std::string text;
     std::vector<int32_t> tokens;
-    nlohmann::ordered_json logprobs; // completions: the four arrays; chat: content list
-    size_t textOffset = 0;           // completions: code points so far (text_offset)
+    size_t textOffset = 0; // completions: code points so far (text_offset)
     bool echoed = false;
     bool finished = false;
     engine::FinishReason finish = engine::FinishReason::None;
@@ -97,6 +96,9 @@ private:
 
   ResponseOptions o_;
   std::vector<Choice> choices_;
+  /// Per choice, for response(): completions' four arrays, or chat's
+  /// content list.
+  std::vector<nlohmann::ordered_json> logprobs_;
   std::string error_;
 };
 

@@ -260,7 +260,7 @@ void Server::Impl::registerRoutes() {
       }));
 
   http.set_exception_handler(
-      [this](const httplib::Request &, httplib::Response &res, std::exception_ptr ep) {
+      [this](const httplib::Request &, httplib::Response &res, const std::exception_ptr &ep) {
         std::string what = "unknown exception";
         try {
           std::rethrow_exception(ep);

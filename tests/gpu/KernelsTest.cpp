@@ -60,11 +60,18 @@ protected:
   }
 };
 
+/// Uniform in [-2 scale, 2 scale): a fast generator, since the tables of
+/// the real models hold hundreds of millions of values.
 std::vector<uint16_t> randomHalves(std::mt19937 &rng, size_t n, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
+  uint64_t state = (static_cast<uint64_t>(rng()) << 32 | rng()) | 1;
   std::vector<uint16_t> v(n);
-  for (uint16_t &h : v)
-    h = floatToHalf(d(rng));
+  for (uint16_t &h : v) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    float u = static_cast<float>(state >> 40) * (1.0f / 16777216.0f); // [0, 1)
+    h = floatToHalf((4.0f * u - 2.0f) * scale);
+  }
   return v;
 }
 

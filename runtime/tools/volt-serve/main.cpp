@@ -17,7 +17,9 @@
 #include <cstdio>
 #include <thread>
 
-int main(int argc, char **argv) {
+namespace {
+
+int serve(int argc, char **argv) {
   CLI::App app{"volt-serve: serve a compiled plan over an OpenAI-compatible HTTP API"};
   std::string planPath, backend = "auto";
   int threads = 0;
@@ -129,4 +131,17 @@ int main(int argc, char **argv) {
   server->reset();
   std::fprintf(stderr, "volt-serve: stopped\n");
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return serve(argc, argv);
+  } catch (const std::exception &e) {
+    // The libraries return errors as values; this is the last resort for
+    // what they let through (allocation failure, a flag parser error).
+    std::fprintf(stderr, "volt-serve: error: %s\n", e.what());
+    return 1;
+  }
 }

@@ -26,7 +26,7 @@ void BM_ParseCompletion(benchmark::State &state) {
           "max_tokens": 128, "temperature": 0.7, "top_p": 0.95, "top_k": 20, "stream": true,
           "stream_options": {"include_usage": true}, "stop": ["\n\n"], "seed": 1})";
   ParseLimits l = limits();
-  for (auto _ : state)
+  for (auto _ : state) // NOLINT(clang-analyzer-deadcode.DeadStores)
     benchmark::DoNotOptimize(parseCompletionRequest(body, l));
 }
 BENCHMARK(BM_ParseCompletion);
@@ -38,7 +38,7 @@ void BM_ParseChat(benchmark::State &state) {
           "max_completion_tokens": 128, "temperature": 0.7, "stream": true,
           "chat_template_kwargs": {"enable_thinking": false}})";
   ParseLimits l = limits();
-  for (auto _ : state)
+  for (auto _ : state) // NOLINT(clang-analyzer-deadcode.DeadStores)
     benchmark::DoNotOptimize(parseChatRequest(body, l));
 }
 BENCHMARK(BM_ParseChat);
@@ -55,7 +55,7 @@ void BM_StreamChunk(benchmark::State &state) {
   events[0].output.token = 1234;
   events[0].output.text = " wind";
   size_t bytes = 0;
-  for (auto _ : state) {
+  for (auto _ : state) { // NOLINT(clang-analyzer-deadcode.DeadStores)
     std::string sse = b.streamEvents(events);
     bytes += sse.size();
     benchmark::DoNotOptimize(sse);
@@ -72,7 +72,7 @@ void BM_MetricsRender(benchmark::State &state) {
   }
   engine::EngineStats stats;
   EngineInfo info{4096, 16};
-  for (auto _ : state)
+  for (auto _ : state) // NOLINT(clang-analyzer-deadcode.DeadStores)
     benchmark::DoNotOptimize(m.render(&stats, info));
 }
 BENCHMARK(BM_MetricsRender);

@@ -200,6 +200,7 @@ LevelResult runLevel(const Options &o, int concurrency, const std::vector<int> &
   std::vector<Sample> samples;
   auto begin = Clock::now();
   std::vector<std::thread> workers;
+  workers.reserve(size_t(concurrency));
   for (int w = 0; w < concurrency; ++w)
     workers.emplace_back([&] {
       httplib::Client cli(o.host, o.port);
@@ -235,9 +236,7 @@ LevelResult runLevel(const Options &o, int concurrency, const std::vector<int> &
   return r;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+int bench(int argc, char **argv) {
   CLI::App app{"volt-bench: TTFT, TPOT and throughput of an OpenAI-compatible server"};
   Options o;
   std::string url = "http://127.0.0.1:8000";
@@ -318,4 +317,14 @@ int main(int argc, char **argv) {
     std::printf("(times in ms; %d-token prompts, %d-token outputs)\n", o.promptTokens,
                 o.outputTokens);
   return failures ? 1 : 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return bench(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "volt-bench: error: %s\n", e.what());
+    return 1;
+  }
 }

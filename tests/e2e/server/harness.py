@@ -7,10 +7,12 @@ started on a free loopback port (--port 0; the port is read from the
 startup line) and stopped with SIGTERM, which must end it with status 0.
 """
 
+import atexit
 import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -37,6 +39,7 @@ def tiny_plan():
     global _plan_dir
     if _plan_dir is None:
         _plan_dir = tempfile.mkdtemp(prefix="volt-serve-e2e-")
+        atexit.register(shutil.rmtree, _plan_dir, True)
         subprocess.run([binary("volt-mkmodel"), "--family", "qwen3-moe", "--seed", "7",
                         "-o", os.path.join(_plan_dir, "model")],
                        check=True, capture_output=True)
@@ -116,6 +119,8 @@ class Server:
                 if status == 200:
                     return
                 time.sleep(0.02)
+            self.proc.kill()
+            self.proc.wait()
             raise RuntimeError("volt-serve did not become healthy:\n" +
                                "\n".join(self.stderr_lines))
 
@@ -130,6 +135,12 @@ class Server:
         self._reader.join(5)
         self.proc.stderr.close()
         return code
+
+    def kill(self):
+        """Ends the server at once if it still runs (cleanup after a failure)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     @property
     def base_url(self):

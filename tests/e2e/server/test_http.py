@@ -339,11 +339,12 @@ class LimitsTest(unittest.TestCase):
                                             reason="queue_full"), 1)
 
     def test_request_timeout(self):
-        # 8 sequences of 2000 tokens: seconds of work, well past 0.3 s.
-        with harness.Server("--request-timeout", "0.3") as server:
-            status, _, b = server.post("/v1/completions", dict(LONG, n=8))
+        # 16 sequences of 2000 tokens: seconds of work, well past 0.5 s,
+        # while the first token comes within milliseconds.
+        with harness.Server("--request-timeout", "0.5") as server:
+            status, _, b = server.post("/v1/completions", dict(LONG, n=16))
             check_error(self, status, b, 504, code="timeout")
-            conn, resp = open_stream(server.port, "/v1/completions", dict(LONG, n=8))
+            conn, resp = open_stream(server.port, "/v1/completions", dict(LONG, n=16))
             self.assertEqual(resp.status, 200)
             events = harness.sse_events(resp.read())
             conn.close()
@@ -357,22 +358,24 @@ class LimitsTest(unittest.TestCase):
             deadline = time.time() + 10
             while time.time() < deadline:
                 samples = server.metrics()
-                if harness.metric(samples, "volt:request_success_total") == 16:
+                if harness.metric(samples, "volt:request_success_total") == 32:
                     break
                 time.sleep(0.02)
             self.assertEqual(harness.metric(samples, "volt:kv_cache_usage_perc"), 0)
             self.assertEqual(harness.metric(samples, "volt:request_success_total",
-                                            finished_reason="abort"), 16)
+                                            finished_reason="abort"), 32)
 
 
 class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_requests_in_flight(self):
         server = harness.Server()
         server.start()
+        self.addCleanup(server.kill)
         idle = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
         idle.request("GET", "/health")
         self.assertEqual(idle.getresponse().read(), b"")
-        conn, resp = open_stream(server.port, "/v1/completions", LONG)
+        # 8 x 2000 tokens: still running well after the signal.
+        conn, resp = open_stream(server.port, "/v1/completions", dict(LONG, n=8))
         self.assertEqual(resp.status, 200)
         read_event(resp)
         server.proc.send_signal(signal.SIGTERM)
@@ -395,6 +398,7 @@ class ShutdownTest(unittest.TestCase):
     def test_grace_period_cancels_what_is_left(self):
         server = harness.Server("--shutdown-grace-period", "0.05")
         server.start()
+        self.addCleanup(server.kill)
         result = {}
 
         def long_request():

@@ -32,7 +32,7 @@ class OpenAIClientTest(unittest.TestCase):
                 "the 'openai' Python package is missing: pip install openai "
                 "(scripts/install-deps.sh installs it); this test needs the official client")
         cls.server = harness.Server("--api-key", "sk-test-key")
-        cls.server.__enter__()
+        cls.server.start()
         cls.client = openai.OpenAI(base_url=cls.server.base_url + "/v1", api_key="sk-test-key",
                                    max_retries=0, timeout=60)
         cls.model = "model"
@@ -41,6 +41,7 @@ class OpenAIClientTest(unittest.TestCase):
     def tearDownClass(cls):
         if getattr(cls, "server", None) and cls.server.proc:
             code = cls.server.stop()
+            cls.server.kill()
             assert code == 0, f"volt-serve exited with {code}"
 
     def test_models(self):

@@ -150,13 +150,13 @@ struct Loopback {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
-    listen(listener, 4);
+    EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
+    EXPECT_EQ(listen(listener, 4), 0);
     socklen_t len = sizeof addr;
     getsockname(listener, reinterpret_cast<sockaddr *>(&addr), &len);
     port = ntohs(addr.sin_port);
     client = socket(AF_INET, SOCK_STREAM, 0);
-    connect(client, reinterpret_cast<sockaddr *>(&addr), sizeof addr);
+    EXPECT_EQ(connect(client, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
     accepted = accept(listener, nullptr, nullptr);
   }
   ~Loopback() {

@@ -12,7 +12,7 @@ packages=(
   libcpp-httplib-dev libcli11-dev libpcre2-dev libxxhash-dev libicu-dev xz-utils
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-14 libclang-rt-14-dev clang-format
-  python3 python3-jinja2 curl
+  python3 python3-jinja2 python3-pip curl
 )
 # NVRTC 11.8, the last NVRTC that targets sm_70, from the non-free component.
 nonfree_packages=(libnvrtc11.2)
@@ -57,12 +57,25 @@ if [ -n "$need_nonfree" ]; then
 fi
 
 need=$(missing "${packages[@]}" "${nonfree_packages[@]}")
+if [ -n "$need" ]; then
+  echo "install-deps: installing $need"
+  apt_update
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need
+fi
+
+# The OpenAI Python client, for the server's end-to-end test (PyPI), into
+# the python3 that ctest runs (Debian's own needs --break-system-packages).
+openai_version=3.57.0
+if ! python3 -c "import openai, sys; sys.exit(openai.__version__ != '$openai_version')" 2>/dev/null; then
+  echo "install-deps: installing openai==$openai_version (PyPI) for $(command -v python3)"
+  python3 -m pip install --quiet "openai==$openai_version" 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages "openai==$openai_version"
+  need="$need openai"
+fi
+
 if [ -z "$need" ]; then
   echo "install-deps: everything is installed"
-  exit 0
+else
+  echo "install-deps: done"
 fi
-echo "install-deps: installing $need"
-apt_update
-# shellcheck disable=SC2086
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $need
-echo "install-deps: done"

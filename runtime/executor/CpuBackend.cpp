@@ -55,11 +55,15 @@ struct CpuBackend::RankState {
 Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &loaded,
                                                        const CpuBackendOptions &options) {
   const plan::Plan &p = loaded.plan();
-  if (!p.arch() || p.arch()->str() != "cpu")
-    return Error(loaded.path().string() + ": the plan was compiled for " +
-                 (p.arch() ? p.arch()->str() : "?") +
-                 ", not the cpu backend; compile the spec with target: cpu, or run it with "
-                 "--backend cuda on a GPU");
+  // Any plan runs here, whatever its arch: the ops and the weight layouts
+  // are the same for every target (GPU plans add kernel launches, which the
+  // cpu backend does not need).
+  for (const plan::Rank *r : *p.ranks())
+    for (const plan::WeightEntry *w : *r->weights())
+      if (w->layout() != plan::WeightLayout::Dense &&
+          w->layout() != plan::WeightLayout::Nvfp4RowMajor)
+        return Error(loaded.path().string() + ": weight '" + (w->name() ? w->name()->str() : "?") +
+                     "' has a layout the cpu backend does not read");
   std::unique_ptr<CpuBackend> backend(new CpuBackend(loaded));
   int ranks = static_cast<int>(p.ranks()->size());
   int threads = options.threads > 0 ? options.threads

@@ -26,7 +26,8 @@ struct CpuBackendOptions {
 class CpuBackend : public engine::StepBackend {
 public:
   /// Prepares the ranks of `plan` (which must outlive the backend) for the
-  /// cpu: allocates each rank's arena and KV cache.
+  /// cpu: allocates each rank's arena and KV cache. Plans of any target run
+  /// here: a GPU plan's ops and weights are the cpu plan's.
   static Result<std::unique_ptr<CpuBackend>> create(const plan::LoadedPlan &plan,
                                                     const CpuBackendOptions &options = {});
   ~CpuBackend() override;

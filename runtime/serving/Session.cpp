@@ -1,6 +1,7 @@
 //===- Session.cpp --------------------------------------------------------===//
 #include "runtime/serving/Session.h"
 
+#include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
 
 #include <chrono>
@@ -43,19 +44,42 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
 
   if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
     return Error("--backend: unknown backend '" + options.backend + "' (valid: auto, cpu, cuda)");
-  if (options.backend == "cuda" || (options.backend == "auto" && arch != "cpu"))
-    return Error(path.string() + ": the plan is for " + arch + " and needs the cuda backend, "
-                 "which this build of the runtime does not have yet; compile the spec with "
-                 "target: cpu to run it on the cpu backend");
-  executor::CpuBackendOptions cpuOptions;
-  cpuOptions.threads = options.threads;
-  auto cpu = executor::CpuBackend::create(*s->loaded_, cpuOptions);
-  if (!cpu)
-    return cpu.error();
-  s->backendName_ = "cpu";
-  s->backendReason_ = options.backend == "cpu" ? "as asked (--backend cpu)"
-                                               : "the plan is for the cpu backend";
-  s->backend_ = std::move(*cpu);
+  // auto: the GPU the plan was compiled for when one is usable here, else
+  // the cpu backend (which runs any plan), saying why.
+  std::string cudaError;
+  if (options.backend == "cuda" || (options.backend == "auto" && arch != "cpu")) {
+    auto gpu = cuda::CudaBackend::create(*s->loaded_);
+    if (gpu) {
+      s->backendName_ = "cuda";
+      std::string devices;
+      for (const std::string &d : (*gpu)->describeDevices())
+        devices += (devices.empty() ? "" : ", ") + d;
+      s->backendReason_ = (options.backend == "cuda" ? "as asked (--backend cuda): "
+                                                     : "the plan is for " + arch + ": ") +
+                          devices;
+      s->backend_ = std::move(*gpu);
+    } else if (options.backend == "cuda") {
+      return gpu.error();
+    } else {
+      cudaError = gpu.message();
+    }
+  }
+  if (!s->backend_) {
+    executor::CpuBackendOptions cpuOptions;
+    cpuOptions.threads = options.threads;
+    auto cpu = executor::CpuBackend::create(*s->loaded_, cpuOptions);
+    if (!cpu)
+      return cpu.error();
+    s->backendName_ = "cpu";
+    if (options.backend == "cpu")
+      s->backendReason_ = "as asked (--backend cpu)";
+    else if (arch == "cpu")
+      s->backendReason_ = "the plan is for the cpu backend";
+    else
+      s->backendReason_ = "the plan is for " + arch + " but no GPU is usable here (" + cudaError +
+                          "); the cpu backend runs the same ops";
+    s->backend_ = std::move(*cpu);
+  }
 
   const plan::Tokenizer *t = p.tokenizer();
   auto tokenizer = tok::Tokenizer::fromJson(t->tokenizer_json() ? t->tokenizer_json()->str() : "",

@@ -5,6 +5,7 @@
 
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/serving/Generate.h"
 #include "runtime/serving/Session.h"
 
 #include <fstream>
@@ -113,36 +114,36 @@ TEST(PlanFile, MissingWeightPack) {
   EXPECT_NE(e.find("copy it beside the plan"), std::string::npos) << e;
 }
 
-TEST(PlanFile, PlanForAGpuIsRefusedByTheCpuBackend) {
-  // A minimal, consistent plan for sm_70 (no weights needed to refuse it).
-  flatbuffers::FlatBufferBuilder b;
-  auto rank = plan::CreateRank(
-      b, 0, b.CreateVector(std::vector<flatbuffers::Offset<plan::Op>>{}),
-      b.CreateVector(std::vector<flatbuffers::Offset<plan::Buffer>>{}), 0, 0, 0,
-      b.CreateVector(std::vector<flatbuffers::Offset<plan::WeightEntry>>{}),
-      plan::CreateWeightPack(b, b.CreateString("weights.rank0.bin"), 0, 0),
-      plan::CreateKvCache(b));
-  auto model = plan::CreateModelInfo(b, b.CreateString("Qwen3MoeForCausalLM"), 512);
-  auto limits = plan::CreateLimits(b, 2048, 8, 64, 128);
-  auto tokenizer = plan::CreateTokenizer(b);
-  auto root = plan::CreatePlan(b, plan::kFormatVersion, 0, 0, 0, 0, b.CreateString("sm_70"), 0, 1,
-                               plan::DType::F16, model, limits, tokenizer, 0,
-                               b.CreateVector(std::vector<flatbuffers::Offset<plan::Rank>>{rank}));
-  plan::FinishPlanBuffer(b, root);
-  auto dir = scratchRoot() / "gpu";
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "gpu.vplan", std::ios::binary)
-      .write(reinterpret_cast<const char *>(b.GetBufferPointer()),
-             static_cast<std::streamsize>(b.GetSize()));
-  plan::LoadOptions options;
-  options.loadWeights = false;
-  auto loaded = plan::LoadedPlan::load(dir / "gpu.vplan", options);
+TEST(PlanFile, AGpuPlanRunsOnTheCpuBackendAsTheCpuPlanDoes) {
+  // A GPU plan holds the same ops and weight layouts as a cpu plan, plus
+  // kernels; the cpu backend runs it and gives the cpu plan's tokens.
+  testing::PlanRequest cpu;
+  cpu.tensorParallelSize = 2;
+  testing::PlanRequest gpu = cpu;
+  gpu.target = "v100-sxm2-32gb";
+  auto gpuPlan = testing::compilePlan(gpu);
+  auto loaded = plan::LoadedPlan::load(gpuPlan);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
-  auto backend = executor::CpuBackend::create(**loaded);
-  ASSERT_FALSE(backend.ok());
-  EXPECT_NE(backend.message().find("compiled for sm_70, not the cpu backend"),
-            std::string::npos)
-      << backend.message();
+  EXPECT_EQ((*loaded)->plan().arch()->str(), "sm_70");
+  ASSERT_TRUE((*loaded)->plan().kernels() && (*loaded)->plan().kernels()->size() > 0);
+  std::vector<int32_t> prompt = {3, 14, 15, 92, 65, 35, 89, 79};
+  std::vector<std::vector<int32_t>> tokens;
+  for (const auto &path : {testing::compilePlan(cpu), gpuPlan}) {
+    serving::SessionOptions options;
+    options.backend = "cpu";
+    auto session = serving::Session::open(path, options);
+    ASSERT_TRUE(session.ok()) << session.message();
+    EXPECT_EQ((*session)->backendName(), "cpu");
+    engine::SamplingParams greedy;
+    greedy.temperature = 0;
+    greedy.maxTokens = 16;
+    greedy.ignoreEos = true;
+    auto g = serving::generate(**session, prompt, greedy);
+    ASSERT_TRUE(g.ok()) << g.message();
+    tokens.push_back(g->tokens);
+  }
+  EXPECT_EQ(tokens[0].size(), 16u);
+  EXPECT_EQ(tokens[0], tokens[1]);
 }
 
 } // namespace

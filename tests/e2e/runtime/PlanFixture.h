@@ -20,6 +20,7 @@ struct PlanRequest {
   int maxNumSeqs = 32;
   int maxNumBatchedTokens = 256;
   uint64_t seed = 0;
+  std::string target = "cpu";
   std::string extra; ///< more spec lines
 };
 
@@ -39,7 +40,7 @@ inline std::filesystem::path compilePlan(const PlanRequest &r) {
   std::string key = r.family + "-" + mkmodel::formatName(r.format) + "-s" + std::to_string(r.seed) +
                     "-tp" + std::to_string(r.tensorParallelSize) + "-n" +
                     std::to_string(r.maxNumSeqs) + "-b" + std::to_string(r.maxNumBatchedTokens) +
-                    "-" + std::to_string(std::hash<std::string>{}(r.extra));
+                    "-" + r.target + "-" + std::to_string(std::hash<std::string>{}(r.extra));
   if (auto it = cache.find(key); it != cache.end())
     return it->second;
   // Per process: ctest runs the test cases of this binary in parallel.
@@ -61,7 +62,7 @@ inline std::filesystem::path compilePlan(const PlanRequest &r) {
   auto dir = root / "plans" / key;
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "deploy.yaml")
-      << "model: " << modelDir.string() << "\ntarget: cpu\ntensor_parallel_size: "
+      << "model: " << modelDir.string() << "\ntarget: " << r.target << "\ntensor_parallel_size: "
       << r.tensorParallelSize << "\nmax_num_seqs: " << r.maxNumSeqs
       << "\nmax_num_batched_tokens: " << r.maxNumBatchedTokens << "\n"
       << r.extra;

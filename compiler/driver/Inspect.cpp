@@ -1,12 +1,14 @@
 //===- Inspect.cpp - `voltc inspect`: what a plan needs, before deploying -===//
 #include "compiler/driver/Inspect.h"
 
+#include "compiler/spec/Sku.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Strings.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace volt::driver {
@@ -28,6 +30,49 @@ std::map<std::string, int> launchesPerDecodeStep(const plan::Plan &p, const plan
     ++counts[name];
   }
   return counts;
+}
+
+/// Resident warps per SM over the most an SM holds, for the first launch of
+/// kernel `index` (block size and dynamic shared memory come from the
+/// launch): limited by threads, registers and shared memory per SM.
+std::optional<nlohmann::json> occupancy(const plan::Plan &p, uint32_t index,
+                                        const std::optional<spec::Sku> &sku) {
+  if (!sku || sku->maxThreadsPerSm <= 0 || sku->registersPerSm <= 0)
+    return std::nullopt;
+  const plan::Kernel *k = p.kernels()->Get(index);
+  const plan::KernelResources *res = k->resources();
+  for (const plan::Rank *r : *p.ranks())
+    for (const plan::Op *op : *r->ops()) {
+      if (!op->launches())
+        continue;
+      for (const plan::Launch *l : *op->launches()) {
+        if (l->kernel() != index)
+          continue;
+        int64_t threads = static_cast<int64_t>(l->block_x()) * l->block_y() * l->block_z();
+        if (threads <= 0)
+          return std::nullopt;
+        int64_t warps = (threads + 31) / 32;
+        int64_t byThreads = sku->maxThreadsPerSm / (warps * 32);
+        int64_t regs = res ? std::max<int64_t>(res->registers(), 1) : 1;
+        // Registers are allocated per warp in units of 256.
+        int64_t perWarp = (regs * 32 + 255) / 256 * 256;
+        int64_t byRegisters = sku->registersPerSm / (perWarp * warps);
+        int64_t shared = (res ? res->static_shared_bytes() : 0) + l->shared_bytes();
+        int64_t byShared = shared > 0 ? static_cast<int64_t>(sku->sharedMemoryPerSmBytes) / shared
+                                      : byThreads;
+        int64_t blocks = std::min({byThreads, byRegisters, byShared, int64_t{32}});
+        const char *limit = blocks == byThreads     ? "threads"
+                            : blocks == byRegisters ? "registers"
+                            : blocks == byShared    ? "shared memory"
+                                                    : "32 blocks per SM";
+        double fraction = static_cast<double>(blocks * warps * 32) / sku->maxThreadsPerSm;
+        return nlohmann::json{{"threads_per_block", threads},
+                              {"blocks_per_sm", blocks},
+                              {"fraction", fraction},
+                              {"limited_by", limit}};
+      }
+    }
+  return std::nullopt;
 }
 
 } // namespace
@@ -91,15 +136,24 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
          {"launches_per_decode_step", kernels}});
   }
   nlohmann::json kernelList = nlohmann::json::array();
+  // The SKU the plan was compiled for, for occupancy.
+  std::optional<spec::Sku> sku;
+  if (p.sku_yaml() && p.sku_yaml()->size() > 0)
+    if (auto parsed = spec::parseSku(p.sku_yaml()->str(), str(p.sku_name())); parsed)
+      sku = std::move(*parsed);
   if (p.kernels())
-    for (const plan::Kernel *k : *p.kernels()) {
+    for (uint32_t index = 0; index < p.kernels()->size(); ++index) {
+      const plan::Kernel *k = p.kernels()->Get(index);
       const plan::KernelResources *res = k->resources();
-      kernelList.push_back({{"name", str(k->name())},
-                            {"source", str(k->source())},
-                            {"registers", res ? res->registers() : 0},
-                            {"static_shared_bytes", res ? res->static_shared_bytes() : 0},
-                            {"local_bytes", res ? res->local_bytes() : 0},
-                            {"cubin_bytes", k->cubin() ? k->cubin()->size() : 0}});
+      nlohmann::json entry = {{"name", str(k->name())},
+                              {"source", str(k->source())},
+                              {"registers", res ? res->registers() : 0},
+                              {"static_shared_bytes", res ? res->static_shared_bytes() : 0},
+                              {"local_bytes", res ? res->local_bytes() : 0},
+                              {"cubin_bytes", k->cubin() ? k->cubin()->size() : 0}};
+      if (auto occ = occupancy(p, index, sku); occ)
+        entry["occupancy"] = *occ;
+      kernelList.push_back(entry);
     }
   report.json = {{"plan", planPath.string()},
                  {"format_version", p.format_version()},
@@ -180,9 +234,21 @@ std::string formatInspectReport(const InspectReport &report) {
   }
   if (!j["kernels"].empty()) {
     out << "  kernels:\n";
-    for (const auto &k : j["kernels"])
+    for (const auto &k : j["kernels"]) {
       out << "    " << k["name"].get<std::string>() << ": " << k["registers"] << " registers, "
-          << k["static_shared_bytes"] << " B shared, " << k["local_bytes"] << " B local\n";
+          << k["static_shared_bytes"] << " B static shared, " << k["local_bytes"] << " B local";
+      if (k.contains("occupancy")) {
+        const auto &o = k["occupancy"];
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "; %lld threads/block, %lld blocks/SM, occupancy %.0f%% (%s)",
+                      static_cast<long long>(o["threads_per_block"].get<int64_t>()),
+                      static_cast<long long>(o["blocks_per_sm"].get<int64_t>()),
+                      100.0 * o["fraction"].get<double>(),
+                      o["limited_by"].get<std::string>().c_str());
+        out << buf;
+      }
+      out << "\n";
+    }
   }
   return out.str();
 }

@@ -1,7 +1,7 @@
 // templates/common/nvfp4.cuh - NVFP4 to FP16 by bit operations.
 //
 // Volta has no FP4 or FP8 conversion instructions. Both NVFP4 formats map
-// into FP16's fields with a mask and a shift (shared/reference/V100.md):
+// into FP16's fields with a mask and a shift (docs/reference/V100.md):
 //
 //   E2M1 nibble in bits 12-15 of a half: (q & 0x8000) | ((q & 0x7000) >> 3)
 //     gives the element's value x 2^-14 (FP16 subnormals cover its own);

@@ -1,5 +1,5 @@
 """A second, independent forward pass of the supported families written from
-their published semantics (shared/reference/MODELS.md) in plain torch, used
+their published semantics (docs/reference/MODELS.md) in plain torch, used
 for two things:
 
   1. with rounding off, it must reproduce transformers' float32 logits to

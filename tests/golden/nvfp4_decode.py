@@ -2,7 +2,7 @@
 state dicts with plain numpy, from the published formats, so that Hugging Face
 transformers can load them as an ordinary float model on the CPU.
 
-Formats (see shared/reference/NVFP4.md):
+Formats (see docs/reference/NVFP4.md):
   - E2M1 codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6; bit 3 is the sign.
   - Two codes per byte along K; the element with the even index is the low nibble.
   - One E4M3FN block scale per 16 elements along K (bias 7, no infinities,

@@ -360,6 +360,11 @@ Status CudaBackend::runRank(Rank &rs, const engine::StepBatch &batch, std::span<
       if (o.index() >= pr->kv_cache()->num_layers())
         break;
       return rs.kv + uint64_t{o.index()} * 2 * rs.kvLayerBytes;
+    case OperandKind::Workspace:
+      // The workspace follows the arena in the same allocation.
+      if (o.index() >= pr->workspace_bytes())
+        break;
+      return rs.arena + pr->arena_bytes() + o.index();
     }
     return Error("operand " + std::to_string(static_cast<int>(o.kind())) + ":" +
                  std::to_string(o.index()) + " is outside the plan");

@@ -42,6 +42,9 @@ struct CpuBackend::RankState {
   std::span<const uint8_t> pack;
   AlignedBytes arena;
   uint64_t arenaBytes = 0;
+  /// Kernel scratch (Rank.workspace_bytes); the cpu ops need none, but
+  /// operands may point into it.
+  AlignedBytes workspace;
   /// K and V of every layer: [layers][blocks][block_size][kv_heads][head_dim].
   std::vector<uint16_t> keys, values;
   uint64_t layerElements = 0;
@@ -83,6 +86,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
                    std::to_string(r->rank()) + " is not loaded");
     state->arenaBytes = r->arena_bytes();
     state->arena = alignedZeros(r->arena_bytes());
+    state->workspace = alignedZeros(r->workspace_bytes());
     const plan::KvCache *kv = r->kv_cache();
     state->layerElements = static_cast<uint64_t>(kv->num_blocks()) * kv->block_size() *
                            kv->num_kv_heads() * kv->head_dim();
@@ -205,6 +209,8 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     }
     case OperandKind::KvCache:
       return nullptr;
+    case OperandKind::Workspace:
+      return rs.workspace.get() + o->index();
     }
     return nullptr;
   };

@@ -63,6 +63,9 @@ Status checkConsistency(const Plan &p, const std::string &name) {
         case OperandKind::KvCache:
           ok = o->index() < r->kv_cache()->num_layers();
           break;
+        case OperandKind::Workspace:
+          ok = o->index() < r->workspace_bytes();
+          break;
         default:
           ok = false;
         }

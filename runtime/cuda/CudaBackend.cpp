@@ -1,13 +1,18 @@
 //===- CudaBackend.cpp ----------------------------------------------------===//
+//
+// Setting up and tearing down the backend: devices, memory, staging,
+// kernels, communicators. Running steps is CudaSteps.cpp.
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaBackend.h"
 
-#include "runtime/cuda/CudaDriver.h"
-#include "runtime/cuda/LaunchArgs.h"
-#include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/CudaBackendState.h"
 #include "runtime/support/Strings.h"
 
 #include <algorithm>
-#include <thread>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace volt::cuda {
 namespace {
@@ -24,35 +29,20 @@ uint64_t dtypeBytes(plan::DType d) {
   return d == plan::DType::F32 || d == plan::DType::I32 ? 4 : 2;
 }
 
+/// Whether graphs are on: `requested`, unless VOLT_CUDA_GRAPHS says off.
+Result<bool> graphsWanted(bool requested) {
+  const char *env = std::getenv("VOLT_CUDA_GRAPHS");
+  if (!env)
+    return requested;
+  const std::string v = env;
+  if (v == "0" || v == "off" || v == "false")
+    return false;
+  if (v == "1" || v == "on" || v == "true" || v.empty())
+    return requested;
+  return Error("VOLT_CUDA_GRAPHS: expected 0 or 1 (off or on), found '" + v + "'");
+}
+
 } // namespace
-
-struct CudaBackend::Shared {
-  std::shared_ptr<CudaDriver> driver;
-  std::shared_ptr<Nccl> nccl;
-  uint32_t planSm = 0;
-};
-
-/// One rank's device, memory, kernels and communicator.
-struct CudaBackend::Rank {
-  uint32_t index = 0;
-  const plan::Rank *plan = nullptr;
-  CUdevice device = 0;
-  int deviceOrdinal = 0;
-  std::string name;
-  int computeCapability = 0;
-  bool fromPtx = false;
-  CUcontext context = nullptr;
-  CUstream stream = nullptr;
-  CUdeviceptr weights = 0, arena = 0, kv = 0, logits = 0, gather = 0;
-  /// One per plan.StepInput.
-  std::vector<CUdeviceptr> inputs;
-  uint64_t kvLayerBytes = 0;
-  uint64_t allocated = 0;
-  std::vector<CUmodule> modules;
-  std::vector<CUfunction> functions;
-  NcclComm comm = nullptr;
-  std::vector<CUdeviceptr> allocations;
-};
 
 CudaBackend::CudaBackend(const plan::LoadedPlan &plan) : plan_(plan) {}
 
@@ -60,12 +50,24 @@ CudaBackend::~CudaBackend() {
   if (!shared_ || !shared_->driver)
     return;
   CudaDriver &d = *shared_->driver;
+  // Work still queued (a submitted step never finished) reads the memory
+  // freed below: wait for it first. Graphs go before the communicators.
+  for (auto &r : ranks_)
+    if (r->context && r->stream) {
+      d.cuCtxSetCurrent(r->context);
+      d.cuStreamSynchronize(r->stream);
+      r->graphs.clear();
+    }
   for (auto &r : ranks_) {
     if (r->comm && shared_->nccl)
       shared_->nccl->ncclCommDestroy(r->comm);
     if (!r->context)
       continue;
     d.cuCtxSetCurrent(r->context);
+    for (CUevent e : r->events)
+      d.cuEventDestroy(e);
+    for (void *h : r->hostAllocations)
+      d.cuMemFreeHost(h);
     for (CUmodule m : r->modules)
       if (m)
         d.cuModuleUnload(m);
@@ -90,7 +92,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
   backend->shared_ = std::make_unique<Shared>();
   Shared &shared = *backend->shared_;
   shared.planSm = static_cast<uint32_t>(std::atoi(arch.c_str() + 3));
-  VOLT_ASSIGN_OR_RETURN(shared.driver, CudaDriver::load(options.driverLibraries));
+  shared.vocab = p.model()->vocab_size();
+  shared.log = options.log ? options.log : [](const std::string &line) {
+    std::fprintf(stderr, "volt: %s\n", line.c_str());
+  };
+  VOLT_ASSIGN_OR_RETURN(const bool graphs, graphsWanted(options.graphs));
+  if (options.driver) {
+    shared.driver = options.driver;
+  } else {
+    VOLT_ASSIGN_OR_RETURN(shared.driver, CudaDriver::load(options.driverLibraries));
+  }
   CudaDriver &d = *shared.driver;
 
   const uint32_t ranks = p.ranks()->size();
@@ -107,12 +118,19 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       return Error(where + ": the plan needs " + std::to_string(ranks) + " GPU(s) (device " +
                    std::to_string(dev) + "); this machine has " + std::to_string(count));
   if (ranks > 1) {
-    VOLT_ASSIGN_OR_RETURN(shared.nccl, Nccl::load(options.ncclLibraries));
+    if (options.nccl) {
+      shared.nccl = options.nccl;
+    } else {
+      VOLT_ASSIGN_OR_RETURN(shared.nccl, Nccl::load(options.ncclLibraries));
+    }
   }
 
   const plan::Limits *limits = p.limits();
   const uint64_t maxTokens = limits->max_num_batched_tokens(), maxSeqs = limits->max_num_seqs();
   const uint64_t vocab = p.model()->vocab_size();
+  shared.logitsChunkRows = std::max<uint64_t>(1, kLogitsChunkBytes / (vocab * 4));
+  shared.logitsChunks =
+      static_cast<uint32_t>((maxSeqs + shared.logitsChunkRows - 1) / shared.logitsChunkRows);
   for (uint32_t r = 0; r < ranks; ++r) {
     auto rank = std::make_unique<Rank>();
     Rank &rs = *rank;
@@ -162,8 +180,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     std::span<const uint8_t> pack = loaded.pack(r);
     if (pack.size() != pr->pack()->bytes())
       return Error(where + ": the weight pack of rank " + std::to_string(r) + " is not loaded");
-    const uint64_t inputBytes =
-        (5 * maxTokens + 2 * maxSeqs + 1 + maxSeqs * limits->max_blocks_per_seq()) * 4;
+    rs.layout = InputLayout::forLimits(maxTokens, maxSeqs, limits->max_blocks_per_seq());
+    const uint64_t inputBytes = rs.layout.totalBytes;
     const uint64_t need = pack.size() + pr->arena_bytes() + pr->workspace_bytes() + kvBytes +
                           inputBytes + maxSeqs * vocab * 4 + gatherBytes;
     size_t freeBytes = 0, totalBytes = 0;
@@ -192,13 +210,37 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     VOLT_RETURN_IF_ERROR(allocate(maxSeqs * vocab * 4, rs.logits, "the logits"));
     if (gatherBytes)
       VOLT_RETURN_IF_ERROR(allocate(gatherBytes, rs.gather, "the all-gather staging"));
-    const uint64_t inputElems[] = {maxTokens,   maxTokens, maxTokens,
-                                   maxSeqs + 1, maxSeqs,   maxSeqs * limits->max_blocks_per_seq(),
-                                   maxSeqs};
-    for (uint64_t elems : inputElems) {
-      CUdeviceptr ptr = 0;
-      VOLT_RETURN_IF_ERROR(allocate(elems * 4, ptr, "the step inputs"));
-      rs.inputs.push_back(ptr);
+    CUdeviceptr inputBase = 0;
+    VOLT_RETURN_IF_ERROR(allocate(inputBytes, inputBase, "the step inputs"));
+    for (size_t i = 0; i < kStepInputCount; ++i)
+      rs.inputs[i] = inputBase + rs.layout.offset[i];
+
+    // Pinned staging and the events that order its reuse.
+    auto pinned = [&](uint64_t bytes, void *&out, const char *what) -> Status {
+      VOLT_RETURN_IF_ERROR(d.check(d.cuMemAllocHost(&out, std::max<uint64_t>(bytes, 256)),
+                                   label + ": allocating pinned host memory for " + what + " (" +
+                                       formatBytes(bytes) + ")"));
+      rs.hostAllocations.push_back(out);
+      return Status::success();
+    };
+    auto event = [&](CUevent &out) -> Status {
+      VOLT_RETURN_IF_ERROR(d.check(d.cuEventCreate(&out, kEventDisableTiming), label + ": event"));
+      rs.events.push_back(out);
+      return Status::success();
+    };
+    for (uint32_t slot = 0; slot < kStagingSlots; ++slot) {
+      void *host = nullptr;
+      VOLT_RETURN_IF_ERROR(pinned(inputBytes, host, "the step inputs"));
+      rs.stagedInputs[slot] = static_cast<int32_t *>(host);
+      VOLT_RETURN_IF_ERROR(event(rs.inputsUploaded[slot]));
+      VOLT_RETURN_IF_ERROR(event(rs.stepDone[slot]));
+      if (r != 0)
+        continue;
+      VOLT_RETURN_IF_ERROR(pinned(maxSeqs * vocab * 4, host, "the logits"));
+      rs.stagedLogits[slot] = static_cast<float *>(host);
+      rs.logitsReady[slot].resize(shared.logitsChunks);
+      for (CUevent &e : rs.logitsReady[slot])
+        VOLT_RETURN_IF_ERROR(event(e));
     }
 
     // Kernels: the cubin on the plan's architecture, the PTX elsewhere.
@@ -245,6 +287,21 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       rs.functions.push_back(function);
     }
   }
+  if (graphs) {
+    // Bucket limits include every launch's max_tokens, so that padding a
+    // step never changes the kernel variant an op selects.
+    std::vector<uint32_t> launchLimits;
+    for (const plan::Rank *pr : *p.ranks())
+      for (const plan::Op *op : *pr->ops())
+        if (op->launches())
+          for (const plan::Launch *l : *op->launches())
+            launchLimits.push_back(l->max_tokens());
+    shared.buckets = cuda::decodeBuckets(static_cast<uint32_t>(maxSeqs),
+                                         static_cast<uint32_t>(maxTokens), launchLimits);
+    shared.bucketStates.assign(shared.buckets.size(), BucketState::Untried);
+    for (auto &rank : backend->ranks_)
+      rank->graphs.resize(shared.buckets.size());
+  }
   if (ranks > 1) {
     std::vector<NcclComm> comms(ranks, nullptr);
     VOLT_RETURN_IF_ERROR(shared.nccl->check(
@@ -270,185 +327,6 @@ uint64_t CudaBackend::deviceBytes() const {
   for (const auto &r : ranks_)
     total += r->allocated;
   return total;
-}
-
-Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
-  const plan::Plan &p = plan_.plan();
-  const plan::Limits *limits = p.limits();
-  const uint32_t vocab = p.model()->vocab_size();
-  if (batch.numTokens < 1 ||
-      static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
-    return Error("step of " + std::to_string(batch.numTokens) + " tokens; the plan serves 1.." +
-                 std::to_string(limits->max_num_batched_tokens()) + " per step");
-  if (batch.numSeqs < 1 || batch.numSeqs > batch.numTokens ||
-      static_cast<uint32_t>(batch.numSeqs) > limits->max_num_seqs())
-    return Error("step of " + std::to_string(batch.numSeqs) + " sequences; the plan serves 1.." +
-                 std::to_string(limits->max_num_seqs()));
-  if (logits.size() != static_cast<size_t>(batch.numSeqs) * vocab)
-    return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
-                 std::to_string(batch.numSeqs) + " sequences x " + std::to_string(vocab));
-  if (static_cast<uint32_t>(batch.maxBlocksPerSeq) != limits->max_blocks_per_seq())
-    return Error("block tables of width " + std::to_string(batch.maxBlocksPerSeq) +
-                 ", the plan's is " + std::to_string(limits->max_blocks_per_seq()));
-  for (int32_t t : batch.tokens)
-    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
-      return Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
-                   std::to_string(vocab - 1) + ")");
-  const plan::KvCache *kv = ranks_.front()->plan->kv_cache();
-  const uint64_t slots = uint64_t{kv->num_blocks()} * kv->block_size();
-  for (int32_t slot : batch.slotMapping)
-    if (slot >= 0 && static_cast<uint64_t>(slot) >= slots)
-      return Error("KV slot " + std::to_string(slot) + " is outside the cache (" +
-                   std::to_string(kv->num_blocks()) + " blocks of " +
-                   std::to_string(kv->block_size()) + ")");
-  for (int32_t block : batch.blockTables)
-    if (block < 0 || static_cast<uint32_t>(block) >= kv->num_blocks())
-      return Error("block table entry " + std::to_string(block) + " is outside the cache");
-
-  std::vector<Status> results(ranks_.size());
-  std::vector<std::thread> others;
-  for (size_t r = 1; r < ranks_.size(); ++r)
-    others.emplace_back([&, r] { results[r] = runRank(*ranks_[r], batch, logits); });
-  results[0] = runRank(*ranks_[0], batch, logits);
-  for (std::thread &t : others)
-    t.join();
-  for (Status &s : results)
-    if (!s.ok())
-      return s;
-  return Status::success();
-}
-
-Status CudaBackend::runRank(Rank &rs, const engine::StepBatch &batch, std::span<float> logits) {
-  CudaDriver &d = *shared_->driver;
-  const plan::Rank *pr = rs.plan;
-  const uint32_t T = static_cast<uint32_t>(batch.numTokens);
-  const uint32_t S = static_cast<uint32_t>(batch.numSeqs);
-  const std::string label = "GPU " + std::to_string(rs.deviceOrdinal);
-  VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSetCurrent(rs.context), label + ": context"));
-
-  const std::span<const int32_t> inputs[] = {batch.tokens,    batch.positions,   batch.slotMapping,
-                                             batch.seqStarts, batch.contextLens, batch.blockTables,
-                                             batch.logitsRows};
-  for (size_t i = 0; i < std::size(inputs); ++i)
-    if (!inputs[i].empty())
-      VOLT_RETURN_IF_ERROR(d.check(
-          d.cuMemcpyHtoDAsync(rs.inputs[i], inputs[i].data(), inputs[i].size_bytes(), rs.stream),
-          label + ": uploading the step inputs"));
-
-  auto buffer = [&](const plan::Operand *o) -> const plan::Buffer * {
-    return o->kind() == OperandKind::Arena && o->index() < pr->buffers()->size()
-               ? pr->buffers()->Get(o->index())
-               : nullptr;
-  };
-  OperandAddress address = [&](const plan::Operand &o) -> Result<uint64_t> {
-    switch (o.kind()) {
-    case OperandKind::Arena:
-      if (o.index() >= pr->buffers()->size())
-        break;
-      return rs.arena + pr->buffers()->Get(o.index())->offset();
-    case OperandKind::Weight:
-      if (o.index() >= pr->weights()->size())
-        break;
-      return rs.weights + pr->weights()->Get(o.index())->offset();
-    case OperandKind::Input:
-      if (o.index() >= rs.inputs.size())
-        break;
-      return rs.inputs[o.index()];
-    case OperandKind::Output:
-      return rs.logits;
-    case OperandKind::KvCache:
-      if (o.index() >= pr->kv_cache()->num_layers())
-        break;
-      return rs.kv + uint64_t{o.index()} * 2 * rs.kvLayerBytes;
-    case OperandKind::Workspace:
-      // The workspace follows the arena in the same allocation.
-      if (o.index() >= pr->workspace_bytes())
-        break;
-      return rs.arena + pr->arena_bytes() + o.index();
-    }
-    return Error("operand " + std::to_string(static_cast<int>(o.kind())) + ":" +
-                 std::to_string(o.index()) + " is outside the plan");
-  };
-  // Rows of an activation: T per token, S per sequence (as the cpu backend).
-  auto rows = [&](const plan::Operand *o) -> uint64_t {
-    if (o->kind() == OperandKind::Output)
-      return S;
-    const plan::Buffer *b = buffer(o);
-    return b && b->per_token_bytes() == 0 ? S : T;
-  };
-  auto dtype = [&](const plan::Operand *o) {
-    const plan::Buffer *b = buffer(o);
-    return o->kind() == OperandKind::Output ? plan::DType::F32 : b ? b->dtype() : plan::DType::F16;
-  };
-
-  for (const plan::Op *op : *pr->ops()) {
-    const std::string opName = op->name() ? op->name()->str() : "?";
-    const plan::Operand *first = op->operands()->Get(0);
-    if (op->kind() == OpKind::AllReduce) {
-      VOLT_ASSIGN_OR_RETURN(uint64_t p, address(*first));
-      const uint64_t count = rows(first) * op->params()->dim();
-      const int type = dtype(first) == plan::DType::F32 ? kNcclFloat32 : kNcclFloat16;
-      VOLT_RETURN_IF_ERROR(
-          shared_->nccl->check(shared_->nccl->ncclAllReduce(reinterpret_cast<const void *>(p),
-                                                            reinterpret_cast<void *>(p), count,
-                                                            type, kNcclSum, rs.comm, rs.stream),
-                               label + ": " + opName + " (all-reduce)"));
-      continue;
-    }
-    if (op->kind() == OpKind::AllGather) {
-      // NCCL concatenates the ranks' slices one after the other; the plan's
-      // layout puts them side by side in each row: gather to the staging
-      // buffer, then one strided copy per rank.
-      const plan::Operand *out = op->operands()->Get(1);
-      VOLT_ASSIGN_OR_RETURN(uint64_t in, address(*first));
-      VOLT_ASSIGN_OR_RETURN(uint64_t dst, address(*out));
-      const uint64_t n = rows(first), cols = op->params()->dim();
-      const uint64_t elem = dtypeBytes(dtype(first)), ranks = ranks_.size();
-      const int type = elem == 4 ? kNcclFloat32 : kNcclFloat16;
-      VOLT_RETURN_IF_ERROR(
-          shared_->nccl->check(shared_->nccl->ncclAllGather(reinterpret_cast<const void *>(in),
-                                                            reinterpret_cast<void *>(rs.gather),
-                                                            n * cols, type, rs.comm, rs.stream),
-                               label + ": " + opName + " (all-gather)"));
-      for (uint64_t r = 0; r < ranks; ++r) {
-        CudaMemcpy2D copy;
-        copy.srcMemoryType = kMemoryTypeDevice;
-        copy.srcDevice = rs.gather + r * n * cols * elem;
-        copy.srcPitch = cols * elem;
-        copy.dstMemoryType = kMemoryTypeDevice;
-        copy.dstDevice = dst + r * cols * elem;
-        copy.dstPitch = ranks * cols * elem;
-        copy.widthInBytes = cols * elem;
-        copy.height = n;
-        VOLT_RETURN_IF_ERROR(
-            d.check(d.cuMemcpy2DAsync(&copy, rs.stream), label + ": " + opName + " (columns)"));
-      }
-      continue;
-    }
-    const plan::Launch *launch = selectLaunch(*op, T);
-    if (!launch)
-      return Error("op '" + opName + "' has no kernel for a step of " + std::to_string(T) +
-                   " tokens (the plan has no GPU launches: was it compiled for a GPU?)");
-    VOLT_ASSIGN_OR_RETURN(std::vector<uint8_t> params, packArguments(*launch, address, T, S));
-    size_t size = params.size();
-    void *extra[] = {kLaunchParamBufferPointer, params.data(), kLaunchParamBufferSize, &size,
-                     kLaunchParamEnd};
-    const uint64_t gx = gridExtent(launch->grid_x(), T, S), gy = gridExtent(launch->grid_y(), T, S),
-                   gz = gridExtent(launch->grid_z(), T, S);
-    if (gx == 0 || gy == 0 || gz == 0)
-      continue;
-    VOLT_RETURN_IF_ERROR(
-        d.check(d.cuLaunchKernel(rs.functions[launch->kernel()], static_cast<unsigned>(gx),
-                                 static_cast<unsigned>(gy), static_cast<unsigned>(gz),
-                                 launch->block_x(), launch->block_y(), launch->block_z(),
-                                 launch->shared_bytes(), rs.stream, nullptr, extra),
-                label + ": launching " + opName));
-  }
-  if (rs.index == 0)
-    VOLT_RETURN_IF_ERROR(
-        d.check(d.cuMemcpyDtoHAsync(logits.data(), rs.logits, logits.size_bytes(), rs.stream),
-                label + ": reading the logits"));
-  return d.check(d.cuStreamSynchronize(rs.stream), label + ": running the step");
 }
 
 } // namespace volt::cuda

@@ -12,6 +12,15 @@
 // The driver and NCCL are loaded with dlopen (CudaDriver.h, Nccl.h): on a
 // machine without them create() fails with their names.
 //
+// Decode steps (one token per sequence) run as CUDA graphs, one per batch
+// size bucket, captured on first use and replayed after; the inputs are
+// padded to the bucket (StepInputs.h, StepProgram.h). Inputs are staged in
+// pinned host memory and uploaded asynchronously, and a step's logits come
+// back in chunks whose copy-out overlaps the DMA of the next chunk; a step
+// can be submitted before the previous one is finished (submitStep,
+// finishStep). docs/design/cuda-backend.md says what is captured and what
+// overlaps.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -19,6 +28,8 @@
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Status.h"
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,12 +37,37 @@
 
 namespace volt::cuda {
 
+class CudaDriver;
+class Nccl;
+
 struct CudaBackendOptions {
   /// The device of each rank (default: 0, 1, ...).
   std::vector<int> devices;
   /// Libraries to load (empty: CudaDriver/Nccl defaults).
   std::vector<std::string> driverLibraries;
   std::vector<std::string> ncclLibraries;
+  /// Tables to use instead of loading the libraries: a fake driver and
+  /// NCCL in tests.
+  std::shared_ptr<CudaDriver> driver;
+  std::shared_ptr<Nccl> nccl;
+  /// Run decode steps as CUDA graphs. VOLT_CUDA_GRAPHS=0 in the
+  /// environment turns them off as well (for debugging a kernel, or to
+  /// compare).
+  bool graphs = true;
+  /// Where the backend's notes go (a capture that failed and the direct
+  /// launches that replace it); stderr when empty.
+  std::function<void(const std::string &)> log;
+};
+
+/// How the steps ran so far.
+struct GraphStats {
+  /// Buckets captured, and captures that failed (the bucket then runs with
+  /// direct launches).
+  uint64_t captures = 0, captureFailures = 0;
+  /// Steps run by launching a bucket's graphs (the capturing step too).
+  uint64_t graphSteps = 0;
+  /// Steps run with direct launches (prefill, mixed, or no graph).
+  uint64_t directSteps = 0;
 };
 
 class CudaBackend : public engine::StepBackend {
@@ -43,7 +79,23 @@ public:
                                                      const CudaBackendOptions &options = {});
   ~CudaBackend() override;
 
+  /// submitStep then finishStep; refused while a submitted step is in
+  /// flight.
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
+
+  /// Checks `batch`, stages and uploads its inputs and enqueues its work on
+  /// every rank's stream, and returns without waiting for the device: the
+  /// caller may prepare the next step meanwhile. `batch`'s arrays may be
+  /// reused as soon as it returns. At most two steps are in flight; the
+  /// second runs on the device after the first.
+  Result<uint64_t> submitStep(const engine::StepBatch &batch);
+  /// Waits for the logits of step `ticket` (the oldest in flight) and
+  /// writes them, S x vocab floats, to `logits`.
+  Status finishStep(uint64_t ticket, std::span<float> logits);
+
+  /// The batch sizes decode steps are captured for (empty: graphs off).
+  std::vector<uint32_t> decodeBuckets() const;
+  GraphStats graphStats() const;
 
   /// Per rank: "device 0: NVIDIA H200 (sm_90), kernels from PTX".
   std::vector<std::string> describeDevices() const;
@@ -53,8 +105,14 @@ public:
 private:
   struct Shared;
   struct Rank;
+  struct StepMode;
   explicit CudaBackend(const plan::LoadedPlan &plan);
-  Status runRank(Rank &rank, const engine::StepBatch &batch, std::span<float> logits);
+  Status checkBatch(const engine::StepBatch &batch) const;
+  /// Stages, uploads and enqueues `rank`'s part of a step. A capture that
+  /// fails is not an error: the step runs with direct launches and
+  /// `captureError` says why.
+  Status submitRank(Rank &rank, const engine::StepBatch &batch, const StepMode &mode,
+                    std::string &captureError);
 
   const plan::LoadedPlan &plan_;
   std::unique_ptr<Shared> shared_;

@@ -38,6 +38,13 @@ Result<std::shared_ptr<CudaDriver>> CudaDriver::load(std::vector<std::string> li
                "); the cuda backend needs an NVIDIA driver, the cpu backend does not");
 }
 
+std::shared_ptr<CudaDriver> CudaDriver::custom(std::string library, int version) {
+  std::shared_ptr<CudaDriver> d(new CudaDriver());
+  d->library_ = std::move(library);
+  d->version_ = version;
+  return d;
+}
+
 std::string CudaDriver::describe(CUresult code) const {
   const char *name = nullptr, *text = nullptr;
   if (cuGetErrorName)

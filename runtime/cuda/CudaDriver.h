@@ -27,6 +27,8 @@ using CUmodule = struct CUmodOpaque *;
 using CUfunction = struct CUfuncOpaque *;
 using CUstream = struct CUstreamOpaque *;
 using CUevent = struct CUeventOpaque *;
+using CUgraph = struct CUgraphOpaque *;
+using CUgraphExec = struct CUgraphExecOpaque *;
 
 /// CUDA_MEMCPY2D (cuda.h), for strided copies.
 struct CudaMemcpy2D {
@@ -54,6 +56,12 @@ inline constexpr int kAttrMaxSharedMemoryPerBlockOptin = 97;
 inline constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
 inline constexpr unsigned kStreamNonBlocking = 1;
 inline constexpr unsigned kEventDefault = 0;
+inline constexpr unsigned kEventDisableTiming = 2;
+/// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a capture in one rank's thread
+/// does not forbid driver calls in the others.
+inline constexpr int kStreamCaptureModeThreadLocal = 1;
+/// CUDA_ERROR_NOT_READY (cuEventQuery: not yet reached).
+inline constexpr CUresult kErrorNotReady = 600;
 /// cuLaunchKernel's `extra` markers: a packed parameter buffer and its size.
 inline void *const kLaunchParamBufferPointer = reinterpret_cast<void *>(1);
 inline void *const kLaunchParamBufferSize = reinterpret_cast<void *>(2);
@@ -69,6 +77,11 @@ public:
   /// names every library tried, or the missing entry point, or cuInit's
   /// failure (no device, driver/kernel module mismatch).
   static Result<std::shared_ptr<CudaDriver>> load(std::vector<std::string> libraries = {});
+
+  /// A table with no entry point filled in, for the caller to fill: a fake
+  /// driver in tests, or a tracing layer over a loaded one. `library` and
+  /// `version` are what library() and version() report.
+  static std::shared_ptr<CudaDriver> custom(std::string library, int version);
 
   /// "CUDA_ERROR_OUT_OF_MEMORY: out of memory".
   std::string describe(CUresult code) const;

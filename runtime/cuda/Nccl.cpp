@@ -33,6 +33,13 @@ Result<std::shared_ptr<Nccl>> Nccl::load(std::vector<std::string> libraries) {
                "); a plan with tensor_parallel_size > 1 needs it to run on GPUs");
 }
 
+std::shared_ptr<Nccl> Nccl::custom(std::string library, int version) {
+  std::shared_ptr<Nccl> n(new Nccl());
+  n->library_ = std::move(library);
+  n->version_ = version;
+  return n;
+}
+
 Status Nccl::check(NcclResult code, const std::string &what) const {
   if (code == 0)
     return Status::success();

@@ -32,6 +32,10 @@ public:
   /// point; the error names what was tried.
   static Result<std::shared_ptr<Nccl>> load(std::vector<std::string> libraries = {});
 
+  /// A table with no entry point filled in, for the caller to fill (a fake
+  /// NCCL in tests).
+  static std::shared_ptr<Nccl> custom(std::string library, int version);
+
   /// success(), or an error "<what>: <NCCL's message>".
   Status check(NcclResult code, const std::string &what) const;
   const std::string &library() const { return library_; }

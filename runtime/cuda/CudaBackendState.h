@@ -1,0 +1,123 @@
+//===- CudaBackendState.h - what the cuda backend keeps ---------*- C++ -*-===//
+//
+// Private to runtime/cuda: the state CudaBackend.cpp (set-up, tear-down)
+// and CudaSteps.cpp (running steps) share.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/StepInputs.h"
+#include "runtime/cuda/StepProgram.h"
+
+#include <array>
+#include <deque>
+#include <optional>
+
+namespace volt::cuda {
+
+/// Steps in flight at most: the staging buffers are double-buffered.
+inline constexpr uint32_t kStagingSlots = 2;
+/// The logits come back in chunks of about this size, so that the copy of
+/// one chunk to the caller overlaps the DMA of the next.
+inline constexpr uint64_t kLogitsChunkBytes = 2 << 20;
+
+/// What becomes of a bucket's decode steps.
+enum class BucketState : uint8_t {
+  /// Not seen yet: the next step captures it.
+  Untried,
+  Captured,
+  /// Its capture failed on some rank: direct launches, unpadded.
+  Failed,
+};
+
+struct CudaBackend::Shared {
+  std::shared_ptr<CudaDriver> driver;
+  std::shared_ptr<Nccl> nccl;
+  uint32_t planSm = 0;
+  uint32_t vocab = 0;
+  std::function<void(const std::string &)> log;
+
+  /// Empty when graphs are off.
+  std::vector<uint32_t> buckets;
+  std::vector<BucketState> bucketStates;
+  GraphStats stats;
+
+  /// Rows of logits per chunk, and chunks (events) per staging slot.
+  uint64_t logitsChunkRows = 1;
+  uint32_t logitsChunks = 1;
+
+  struct InFlight {
+    uint64_t ticket = 0;
+    uint32_t seqs = 0;
+  };
+  uint64_t nextTicket = 0;
+  std::deque<InFlight> inFlight;
+};
+
+/// How one step runs on every rank.
+struct CudaBackend::StepMode {
+  enum Kind : uint8_t { Direct, Capture, Replay } kind = Direct;
+  /// The bucket (Capture, Replay) and its index in Shared::buckets.
+  uint32_t bucket = 0;
+  size_t bucketIndex = 0;
+  /// The staging buffers used (ticket % kStagingSlots).
+  uint32_t slot = 0;
+};
+
+/// One rank's device, memory, kernels, staging and graphs.
+struct CudaBackend::Rank {
+  uint32_t index = 0;
+  const plan::Rank *plan = nullptr;
+  CUdevice device = 0;
+  int deviceOrdinal = 0;
+  std::string name;
+  int computeCapability = 0;
+  bool fromPtx = false;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUdeviceptr weights = 0, arena = 0, kv = 0, logits = 0, gather = 0;
+  /// The StepInput arrays, at layout.offset in one allocation.
+  InputLayout layout;
+  std::array<CUdeviceptr, kStepInputCount> inputs{};
+  uint64_t kvLayerBytes = 0;
+  uint64_t allocated = 0;
+  std::vector<CUmodule> modules;
+  std::vector<CUfunction> functions;
+  NcclComm comm = nullptr;
+  std::vector<CUdeviceptr> allocations;
+
+  /// Pinned staging, per slot: the inputs (every rank) and the logits
+  /// (rank 0). An event marks when each slot's inputs are uploaded (so that
+  /// the slot may be refilled), one per logits chunk when it is on the host,
+  /// and one when the rank's step is done.
+  std::array<int32_t *, kStagingSlots> stagedInputs{};
+  std::array<float *, kStagingSlots> stagedLogits{};
+  std::array<CUevent, kStagingSlots> inputsUploaded{}, stepDone{};
+  std::array<bool, kStagingSlots> uploadPending{};
+  std::array<std::vector<CUevent>, kStagingSlots> logitsReady;
+  std::vector<void *> hostAllocations;
+  std::vector<CUevent> events;
+
+  /// Per bucket (Shared::buckets), once captured.
+  std::vector<std::optional<CapturedStep>> graphs;
+
+  RankView view(uint32_t ranks) const {
+    RankView v;
+    v.plan = plan;
+    v.ranks = ranks;
+    v.weights = weights;
+    v.arena = arena;
+    v.kv = kv;
+    v.logits = logits;
+    v.gather = gather;
+    v.inputs = inputs;
+    v.kvLayerBytes = kvLayerBytes;
+    v.functions = functions;
+    return v;
+  }
+};
+
+} // namespace volt::cuda

@@ -1,0 +1,263 @@
+//===- CudaSteps.cpp - running steps on the cuda backend ------------------===//
+//
+// A step is submitted (inputs staged and uploaded, work enqueued on every
+// rank's stream: a decode step's bucket graphs, or direct launches) and
+// then finished (its logits waited for, chunk by chunk, and copied out).
+// The ranks enqueue in parallel, a thread each, because a rank's NCCL call
+// may wait for its peers to make theirs.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaBackend.h"
+
+#include "runtime/cuda/CudaBackendState.h"
+#include "runtime/support/Strings.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace volt::cuda {
+
+Status CudaBackend::checkBatch(const engine::StepBatch &batch) const {
+  const plan::Plan &p = plan_.plan();
+  const plan::Limits *limits = p.limits();
+  const uint32_t vocab = shared_->vocab;
+  if (batch.numTokens < 1 ||
+      static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
+    return Error("step of " + std::to_string(batch.numTokens) + " tokens; the plan serves 1.." +
+                 std::to_string(limits->max_num_batched_tokens()) + " per step");
+  if (batch.numSeqs < 1 || batch.numSeqs > batch.numTokens ||
+      static_cast<uint32_t>(batch.numSeqs) > limits->max_num_seqs())
+    return Error("step of " + std::to_string(batch.numSeqs) + " sequences; the plan serves 1.." +
+                 std::to_string(limits->max_num_seqs()));
+  if (static_cast<uint32_t>(batch.maxBlocksPerSeq) != limits->max_blocks_per_seq())
+    return Error("block tables of width " + std::to_string(batch.maxBlocksPerSeq) +
+                 ", the plan's is " + std::to_string(limits->max_blocks_per_seq()));
+  const size_t T = static_cast<size_t>(batch.numTokens), S = static_cast<size_t>(batch.numSeqs);
+  const std::pair<std::span<const int32_t>, size_t> sizes[] = {
+      {batch.tokens, T},      {batch.positions, T},
+      {batch.slotMapping, T}, {batch.seqStarts, S + 1},
+      {batch.contextLens, S}, {batch.blockTables, S * static_cast<size_t>(batch.maxBlocksPerSeq)},
+      {batch.logitsRows, S}};
+  static const char *const names[] = {"tokens",       "positions",    "slot_mapping", "seq_starts",
+                                      "context_lens", "block_tables", "logits_rows"};
+  for (size_t i = 0; i < std::size(sizes); ++i)
+    if (sizes[i].first.size() != sizes[i].second)
+      return Error(std::string("step input ") + names[i] + " holds " +
+                   std::to_string(sizes[i].first.size()) + " values; a step of " +
+                   std::to_string(T) + " tokens and " + std::to_string(S) + " sequences needs " +
+                   std::to_string(sizes[i].second));
+  for (int32_t t : batch.tokens)
+    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
+      return Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                   std::to_string(vocab - 1) + ")");
+  const plan::KvCache *kv = ranks_.front()->plan->kv_cache();
+  const uint64_t slots = uint64_t{kv->num_blocks()} * kv->block_size();
+  for (int32_t slot : batch.slotMapping)
+    if (slot >= 0 && static_cast<uint64_t>(slot) >= slots)
+      return Error("KV slot " + std::to_string(slot) + " is outside the cache (" +
+                   std::to_string(kv->num_blocks()) + " blocks of " +
+                   std::to_string(kv->block_size()) + ")");
+  for (int32_t block : batch.blockTables)
+    if (block < 0 || static_cast<uint32_t>(block) >= kv->num_blocks())
+      return Error("block table entry " + std::to_string(block) + " is outside the cache");
+  return Status::success();
+}
+
+Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
+  if (!shared_->inFlight.empty())
+    return Error("a step submitted with submitStep is still in flight; finish it first");
+  if (batch.numSeqs >= 1 && logits.size() != static_cast<size_t>(batch.numSeqs) * shared_->vocab)
+    return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
+                 std::to_string(batch.numSeqs) + " sequences x " + std::to_string(shared_->vocab));
+  VOLT_ASSIGN_OR_RETURN(uint64_t ticket, submitStep(batch));
+  return finishStep(ticket, logits);
+}
+
+Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
+  Shared &shared = *shared_;
+  if (shared.inFlight.size() >= kStagingSlots)
+    return Error(std::to_string(kStagingSlots) +
+                 " steps are in flight; finish the oldest before submitting another");
+  VOLT_RETURN_IF_ERROR(checkBatch(batch));
+
+  StepMode mode;
+  const uint64_t ticket = shared.nextTicket;
+  mode.slot = static_cast<uint32_t>(ticket % kStagingSlots);
+  const uint32_t bucket =
+      isDecodeStep(batch) ? bucketFor(shared.buckets, static_cast<uint32_t>(batch.numTokens)) : 0;
+  if (bucket) {
+    mode.bucket = bucket;
+    mode.bucketIndex =
+        static_cast<size_t>(std::lower_bound(shared.buckets.begin(), shared.buckets.end(), bucket) -
+                            shared.buckets.begin());
+    switch (shared.bucketStates[mode.bucketIndex]) {
+    case BucketState::Untried:
+      mode.kind = StepMode::Capture;
+      break;
+    case BucketState::Captured:
+      mode.kind = StepMode::Replay;
+      break;
+    case BucketState::Failed:
+      mode.kind = StepMode::Direct;
+      break;
+    }
+  }
+
+  std::vector<Status> results(ranks_.size());
+  std::vector<std::string> captureErrors(ranks_.size());
+  std::vector<std::thread> others;
+  for (size_t r = 1; r < ranks_.size(); ++r)
+    others.emplace_back(
+        [&, r] { results[r] = submitRank(*ranks_[r], batch, mode, captureErrors[r]); });
+  results[0] = submitRank(*ranks_[0], batch, mode, captureErrors[0]);
+  for (std::thread &t : others)
+    t.join();
+
+  if (mode.kind == StepMode::Capture) {
+    // Every rank pads a bucket's steps or none does (their collectives'
+    // sizes must agree): one rank's failed capture turns the bucket to
+    // direct launches everywhere from the next step on.
+    auto failed = std::find_if(captureErrors.begin(), captureErrors.end(),
+                               [](const std::string &e) { return !e.empty(); });
+    if (failed == captureErrors.end()) {
+      shared.bucketStates[mode.bucketIndex] = BucketState::Captured;
+      ++shared.stats.captures;
+    } else {
+      shared.bucketStates[mode.bucketIndex] = BucketState::Failed;
+      ++shared.stats.captureFailures;
+      for (auto &rank : ranks_) {
+        rank->graphs[mode.bucketIndex].reset();
+      }
+      shared.log("cuda backend: capturing the decode step of " + std::to_string(bucket) +
+                 " sequences as a CUDA graph failed (" + *failed +
+                 "); decode steps of that size run with direct launches");
+    }
+  }
+  for (Status &s : results)
+    if (!s.ok())
+      return s.error();
+  const bool graphRan = mode.kind == StepMode::Replay ||
+                        (mode.kind == StepMode::Capture &&
+                         shared.bucketStates[mode.bucketIndex] == BucketState::Captured);
+  ++(graphRan ? shared.stats.graphSteps : shared.stats.directSteps);
+  shared.inFlight.push_back({ticket, static_cast<uint32_t>(batch.numSeqs)});
+  ++shared.nextTicket;
+  return ticket;
+}
+
+Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const StepMode &mode,
+                               std::string &captureError) {
+  CudaDriver &d = *shared_->driver;
+  const std::string label = "GPU " + std::to_string(rs.deviceOrdinal);
+  const StreamTarget target{&d, shared_->nccl.get(), rs.comm, rs.stream, label};
+  const uint32_t slot = mode.slot;
+  VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSetCurrent(rs.context), label + ": context"));
+
+  // The slot's previous inputs (two steps ago) must be on the device before
+  // the slot is refilled.
+  if (rs.uploadPending[slot])
+    VOLT_RETURN_IF_ERROR(
+        d.check(d.cuEventSynchronize(rs.inputsUploaded[slot]), label + ": step inputs"));
+  const uint32_t padTo = mode.kind == StepMode::Direct ? 0 : mode.bucket;
+  const auto counts = stageInputs(batch, padTo, rs.layout, rs.stagedInputs[slot]);
+  for (size_t i = 0; i < kStepInputCount; ++i)
+    if (counts[i])
+      VOLT_RETURN_IF_ERROR(
+          d.check(d.cuMemcpyHtoDAsync(rs.inputs[i], rs.stagedInputs[slot] + rs.layout.offset[i] / 4,
+                                      counts[i] * 4, rs.stream),
+                  label + ": uploading the step inputs"));
+  VOLT_RETURN_IF_ERROR(
+      d.check(d.cuEventRecord(rs.inputsUploaded[slot], rs.stream), label + ": step inputs"));
+  rs.uploadPending[slot] = true;
+
+  const uint32_t ranks = static_cast<uint32_t>(ranks_.size());
+  switch (mode.kind) {
+  case StepMode::Direct: {
+    VOLT_ASSIGN_OR_RETURN(auto actions,
+                          buildStep(rs.view(ranks), static_cast<uint32_t>(batch.numTokens),
+                                    static_cast<uint32_t>(batch.numSeqs)));
+    VOLT_RETURN_IF_ERROR(issueActions(target, actions));
+    break;
+  }
+  case StepMode::Capture: {
+    // Built at the bucket size: the grids, TokenCount and SeqCount
+    // arguments and the collectives' sizes are those of the padded step.
+    VOLT_ASSIGN_OR_RETURN(auto actions, buildStep(rs.view(ranks), mode.bucket, mode.bucket));
+    auto captured = CapturedStep::capture(target, actions);
+    if (captured.ok()) {
+      rs.graphs[mode.bucketIndex] = std::move(*captured);
+      VOLT_RETURN_IF_ERROR(rs.graphs[mode.bucketIndex]->replay(target));
+    } else {
+      captureError = captured.message();
+      VOLT_RETURN_IF_ERROR(issueActions(target, actions));
+    }
+    break;
+  }
+  case StepMode::Replay:
+    if (!rs.graphs[mode.bucketIndex])
+      return Error(label + ": the graph of bucket " + std::to_string(mode.bucket) + " is missing");
+    VOLT_RETURN_IF_ERROR(rs.graphs[mode.bucketIndex]->replay(target));
+    break;
+  }
+
+  if (rs.index == 0) {
+    // The real sequences' rows only, a chunk at a time, each followed by
+    // an event that finishStep waits on before copying that chunk out.
+    const uint64_t seqs = static_cast<uint64_t>(batch.numSeqs);
+    const uint64_t rowBytes = uint64_t{shared_->vocab} * 4;
+    for (uint64_t row = 0, c = 0; row < seqs; row += shared_->logitsChunkRows, ++c) {
+      const uint64_t n = std::min(shared_->logitsChunkRows, seqs - row);
+      VOLT_RETURN_IF_ERROR(
+          d.check(d.cuMemcpyDtoHAsync(rs.stagedLogits[slot] + row * shared_->vocab,
+                                      rs.logits + row * rowBytes, n * rowBytes, rs.stream),
+                  label + ": reading the logits"));
+      VOLT_RETURN_IF_ERROR(d.check(d.cuEventRecord(rs.logitsReady[slot][c], rs.stream),
+                                   label + ": reading the logits"));
+    }
+  }
+  return d.check(d.cuEventRecord(rs.stepDone[slot], rs.stream), label + ": step");
+}
+
+Status CudaBackend::finishStep(uint64_t ticket, std::span<float> logits) {
+  Shared &shared = *shared_;
+  if (shared.inFlight.empty() || shared.inFlight.front().ticket != ticket)
+    return Error("step " + std::to_string(ticket) + " is not the oldest step in flight" +
+                 (shared.inFlight.empty()
+                      ? std::string(" (none is)")
+                      : " (step " + std::to_string(shared.inFlight.front().ticket) + " is)"));
+  const uint64_t seqs = shared.inFlight.front().seqs;
+  if (logits.size() != seqs * shared.vocab)
+    return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
+                 std::to_string(seqs) + " sequences x " + std::to_string(shared.vocab));
+  shared.inFlight.pop_front();
+  CudaDriver &d = *shared.driver;
+  const uint32_t slot = static_cast<uint32_t>(ticket % kStagingSlots);
+  Rank &first = *ranks_.front();
+  const std::string label = "GPU " + std::to_string(first.deviceOrdinal);
+  VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSetCurrent(first.context), label + ": context"));
+  for (uint64_t row = 0, c = 0; row < seqs; row += shared.logitsChunkRows, ++c) {
+    const uint64_t n = std::min(shared.logitsChunkRows, seqs - row);
+    VOLT_RETURN_IF_ERROR(
+        d.check(d.cuEventSynchronize(first.logitsReady[slot][c]), label + ": running the step"));
+    std::memcpy(logits.data() + row * shared.vocab, first.stagedLogits[slot] + row * shared.vocab,
+                n * shared.vocab * 4);
+  }
+  // The other ranks' last work fed these logits; a fault on one of them
+  // shows here rather than at the next step.
+  for (size_t r = 1; r < ranks_.size(); ++r) {
+    Rank &rs = *ranks_[r];
+    VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSetCurrent(rs.context),
+                                 "GPU " + std::to_string(rs.deviceOrdinal) + ": context"));
+    const CUresult done = d.cuEventQuery(rs.stepDone[slot]);
+    if (done != 0 && done != kErrorNotReady)
+      return d.check(done, "GPU " + std::to_string(rs.deviceOrdinal) + ": running the step");
+  }
+  return Status::success();
+}
+
+std::vector<uint32_t> CudaBackend::decodeBuckets() const { return shared_->buckets; }
+
+GraphStats CudaBackend::graphStats() const { return shared_->stats; }
+
+} // namespace volt::cuda

@@ -1,5 +1,6 @@
 // templates/paged_attention.cu - Attention over the paged FP16 KV cache, for
-// any mix of decode tokens and prefill chunks in one step (GQA).
+// any mix of decode tokens and prefill chunks in one step (GQA), with the
+// context of a long decode sequence split across blocks (split-K).
 //
 // A block serves one (token, kv head) pair and the HEADS / KV_HEADS query
 // heads that share the kv head, so each K and V row is read once for the
@@ -12,13 +13,40 @@
 // softmax: the difference is a few FP32 roundings per position (see
 // docs/perf/kernels.md).
 //
+// Split-K (MAX_SPLITS > 1). One block per (token, kv head) leaves a lone
+// long decode sequence with KV_HEADS blocks; so a decode sequence (one new
+// token) whose context is longer than the step's chunk c is cut into
+// n = ceil(context / c) chunks: its token's block takes the first, and a
+// pool of MAX_SPLITS blocks after the T token blocks takes the others.
+// c = max(SPLIT_K_TOKENS, ceil(sum of the step's decode contexts /
+// MAX_SPLITS)), so the extra chunks, sum(n - 1) < sum(context) / c, fit the
+// pool, and the records, sum(n), number fewer than 2 MAX_SPLITS. Each chunk's
+// block writes its record (the unnormalised weighted V, the running max m
+// and the sum l of each query head of its group) to the workspace, then
+// counts itself (common/blocks.cuh); the last of the sequence's n blocks
+// merges the records exactly, out = sum_i o_i e^(m_i - M) / sum_i l_i
+// e^(m_i - M) with M = max_i m_i, which is how the warps' states merge too.
+// Prefill chunks and contexts up to c keep the one-block path.
+//
 // Cache layout (the cuda backend's): the KvCache operand of layer l points
 // at that layer's K blocks [num_blocks, BLOCK_SIZE, KV_HEADS, HEAD_DIM]; its
 // V blocks follow (the launch passes both pointers).
 // Constants: HEADS, KV_HEADS, HEAD_DIM (even, up to 256), BLOCK_SIZE,
-// MAX_BLOCKS (block-table width). Launch: grid.x = T, grid.y = KV_HEADS,
+// MAX_BLOCKS (block-table width), SPLIT_K_TOKENS (the shortest chunk) and
+// MAX_SPLITS (the pool; 0 or absent: no split). Workspace (MAX_SPLITS > 1):
+// float[2 MAX_SPLITS][HEADS][HEAD_DIM + 2], records of (o[HEAD_DIM], m, l)
+// per query head; without split the launch passes any pointer (unused).
+// Launch: grid.x = T + MAX_SPLITS (T without split), grid.y = KV_HEADS,
 // THREADS threads.
+#include "common/blocks.cuh"
 #include "common/volt.cuh"
+
+#ifndef VOLT_MAX_SPLITS
+#define VOLT_MAX_SPLITS 0
+#endif
+#ifndef VOLT_SPLIT_K_TOKENS
+#define VOLT_SPLIT_K_TOKENS 512
+#endif
 
 using namespace volt;
 
@@ -34,6 +62,33 @@ constexpr int kRow = (VOLT_HEADS + 2 * VOLT_KV_HEADS) * kDim;
 constexpr int kSlot = VOLT_KV_HEADS * kDim;
 static_assert(kDim % 2 == 0 && kDim <= 256, "HEAD_DIM must be even, at most 256");
 static_assert(VOLT_HEADS % VOLT_KV_HEADS == 0, "query heads must be a multiple of kv heads");
+static_assert(VOLT_SPLIT_K_TOKENS > 0, "SPLIT_K_TOKENS must be positive");
+
+/// Extra blocks for split chunks (0: no split).
+constexpr int kPool = VOLT_MAX_SPLITS > 1 ? VOLT_MAX_SPLITS : 0;
+/// A query head's part of a record: o[kDim], m, l.
+constexpr int kHeadRecord = kDim + 2;
+/// Floats of one chunk's record (every query head).
+constexpr int kRecord = VOLT_HEADS * kHeadRecord;
+/// Shared scratch: the warps' states, later the merge's weights and sums.
+constexpr int kStateFloats = kWarps * kGroup * kHeadRecord;
+constexpr int kMergeFloats = kGroup * (kPool + 1);
+constexpr int kScratch = kStateFloats > kMergeFloats ? kStateFloats : kMergeFloats;
+
+/// Chunks written, per (split sequence, kv head); see common/blocks.cuh.
+__device__ u32 arrivals[kPool > 0 ? kPool * VOLT_KV_HEADS : 1];
+
+/// What one block computes.
+struct Work {
+  /// The sequence (-1: nothing, a pool block the step does not need) and
+  /// the token whose query the block takes.
+  int seq, token;
+  /// The chunk of the context and the chunks of the sequence (1: all of
+  /// it, and the block writes the output itself).
+  int split, splits;
+  /// Positions per chunk; the sequence's first record; its counter.
+  int chunk, record, counter;
+};
 
 /// Whether element i of `lane`'s share of a row exists.
 VOLT_DEVICE bool inRow(int lane, int i) { return lane * kPerLane + i < kDim; }
@@ -53,36 +108,115 @@ VOLT_DEVICE void loadLane(const u16 *row, int lane, float (&out)[kPerLane]) {
   }
 }
 
+/// Chunks of sequence s's context when it splits (a decode sequence longer
+/// than one chunk), else 0.
+VOLT_DEVICE int chunksOf(int s, int seqs, int chunk, const int *seqStarts,
+                         const int *contextLens) {
+  if (s >= seqs || seqStarts[s + 1] - seqStarts[s] != 1)
+    return 0;
+  const int context = contextLens[s];
+  return context > chunk ? (context + chunk - 1) / chunk : 0;
+}
+
+/// Block b's work, found by one warp (every lane gets it): token blocks
+/// (b < count) take their token; pool blocks take the (b - count)-th extra
+/// chunk of the step, counting the split sequences' chunks 1..n-1 in
+/// sequence order.
+VOLT_DEVICE Work findWork(int b, int count, int seqs, const int *seqStarts,
+                          const int *contextLens) {
+  Work w{-1, -1, 0, 1, 0, 0, 0};
+  if (b < count) {
+    // The token's sequence: the last s with seqStarts[s] <= b.
+    int lo = 0, hi = seqs;
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (seqStarts[mid] <= b)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    w.seq = lo;
+    w.token = b;
+  }
+  if (kPool == 0)
+    return w;
+  const int lane = static_cast<int>(laneId());
+  // The step's decode contexts fit in the KV cache, so their sum in an int.
+  int decode = 0;
+  for (int s = lane; s < seqs; s += 32)
+    if (seqStarts[s + 1] - seqStarts[s] == 1)
+      decode += contextLens[s];
+  decode = shuffle(warpPrefixSum(decode), 31);
+  constexpr int kPoolOr1 = kPool > 0 ? kPool : 1; // kPool is 0 only before the early return
+  const int chunk = max(VOLT_SPLIT_K_TOKENS, (decode + kPoolOr1 - 1) / kPoolOr1);
+  if (b < count && chunksOf(w.seq, seqs, chunk, seqStarts, contextLens) == 0)
+    return w;
+  const int extraChunk = b - count;
+  int extraBefore = 0, recordsBefore = 0, splitBefore = 0;
+  for (int first = 0; first < seqs; first += 32) {
+    const int s = first + lane;
+    const int n = chunksOf(s, seqs, chunk, seqStarts, contextLens);
+    const int extra = n > 0 ? n - 1 : 0;
+    const int extraEnd = warpPrefixSum(extra), records = warpPrefixSum(n),
+              split = warpPrefixSum(n > 0 ? 1 : 0);
+    const int extraFirst = extraBefore + extraEnd - extra;
+    const bool mine = n > 0 && (b < count ? s == w.seq
+                                          : extraFirst <= extraChunk &&
+                                                extraChunk < extraFirst + extra);
+    const u32 hit = warpBallot(mine);
+    if (hit != 0) {
+      const int from = __ffs(hit) - 1;
+      w.seq = shuffle(s, from);
+      w.splits = shuffle(n, from);
+      w.split = b < count ? 0 : 1 + extraChunk - shuffle(extraFirst, from);
+      w.chunk = chunk;
+      w.record = recordsBefore + shuffle(records - n, from);
+      w.counter = splitBefore + shuffle(split - 1, from);
+      if (b >= count)
+        w.token = seqStarts[w.seq];
+      return w;
+    }
+    extraBefore += shuffle(extraEnd, 31);
+    recordsBefore += shuffle(records, 31);
+    splitBefore += shuffle(split, 31);
+  }
+  return w; // a pool block beyond the step's extra chunks
+}
+
 } // namespace
 
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     paged_attention(const u16 *qkv, u16 *keyCache, u16 *valueCache, const int *slotMapping,
                     const int *seqStarts, const int *contextLens, const int *blockTables, u16 *out,
-                    int count, int seqs) {
+                    float *workspace, int count, int seqs) {
   __shared__ float q[kGroup][kDim];
-  __shared__ float state[kWarps][kGroup][kDim + 2];
-  const int t = blockIdx.x, kvHead = blockIdx.y;
-  if (t >= count)
+  __shared__ float scratch[kScratch];
+  __shared__ Work shared;
+  __shared__ int last;
+  const int b = blockIdx.x, kvHead = blockIdx.y;
+  if (b >= count + kPool)
     return;
   const int lane = static_cast<int>(laneId()), warp = threadIdx.x / 32;
-
-  // The token's sequence: the last s with seqStarts[s] <= t.
-  int lo = 0, hi = seqs;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (seqStarts[mid] <= t)
-      lo = mid;
-    else
-      hi = mid;
+  if (warp == 0) {
+    const Work found = findWork(b, count, seqs, seqStarts, contextLens);
+    if (lane == 0)
+      shared = found;
   }
-  const int seq = lo;
+  __syncthreads();
+  const Work w = shared;
+  if (w.seq < 0)
+    return;
+  const int seq = w.seq, t = w.token;
   const int begin = seqStarts[seq];
   const int firstNew = contextLens[seq] - (seqStarts[seq + 1] - begin);
   const int context = firstNew + (t - begin) + 1;
+  const int from = w.split * w.chunk;
+  const int to = w.splits > 1 ? min(context, from + w.chunk) : context;
   const u16 *row = qkv + static_cast<i64>(t) * kRow;
 
-  // This token's key and value go to its slot (a negative slot is padding).
-  const int slot = slotMapping[t];
+  // This token's key and value go to its slot (a negative slot is padding);
+  // pool blocks serve a token whose own block writes them.
+  const int slot = b < count ? slotMapping[t] : -1;
   if (slot >= 0)
     for (int d = threadIdx.x; d < kDim; d += VOLT_THREADS) {
       const i64 at = static_cast<i64>(slot) * kSlot + kvHead * kDim + d;
@@ -106,7 +240,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
       acc[g][i] = 0.0f;
   }
   const int *table = blockTables + static_cast<i64>(seq) * VOLT_MAX_BLOCKS;
-  for (int j = warp; j < context; j += kWarps) {
+  for (int j = from + warp; j < to; j += kWarps) {
     const u16 *key, *value;
     if (j >= firstNew) {
       const u16 *own = qkv + static_cast<i64>(begin + j - firstNew) * kRow;
@@ -137,28 +271,89 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
       m[g] = mNew;
     }
   }
+  // The warps' states: scratch[warp][g] = (weighted V, m, l).
   for (int g = 0; g < kGroup; ++g) {
+    float *state = scratch + (warp * kGroup + g) * kHeadRecord;
     for (int i = 0; i < kPerLane; ++i)
       if (inRow(lane, i))
-        state[warp][g][lane * kPerLane + i] = acc[g][i];
+        state[lane * kPerLane + i] = acc[g][i];
     if (lane == 0) {
-      state[warp][g][kDim] = m[g];
-      state[warp][g][kDim + 1] = l[g];
+      state[kDim] = m[g];
+      state[kDim + 1] = l[g];
     }
+  }
+  __syncthreads();
+  // Merged over warps: the block's weighted V, max and sum per query head;
+  // the output itself when the block has the whole context.
+  for (int i = threadIdx.x; i < kGroup * kDim; i += VOLT_THREADS) {
+    const int g = i / kDim, d = i % kDim;
+    float mMax = -3.402823466e38f;
+    for (int u = 0; u < kWarps; ++u)
+      mMax = fmaxf(mMax, scratch[(u * kGroup + g) * kHeadRecord + kDim]);
+    float sum = 0.0f, o = 0.0f;
+    for (int u = 0; u < kWarps; ++u) {
+      const float *state = scratch + (u * kGroup + g) * kHeadRecord;
+      const float f = expf(state[kDim] - mMax);
+      sum += state[kDim + 1] * f;
+      o += state[d] * f;
+    }
+    if (w.splits == 1) {
+      out[static_cast<i64>(t) * VOLT_HEADS * kDim + (kvHead * kGroup) * kDim + i] =
+          floatToHalf(o / sum);
+    } else {
+      float *record = workspace + static_cast<i64>(w.record + w.split) * kRecord +
+                      (kvHead * kGroup + g) * kHeadRecord;
+      record[d] = o;
+      if (d == 0) {
+        record[kDim] = mMax;
+        record[kDim + 1] = sum;
+      }
+    }
+  }
+  if (kPool == 0 || w.splits == 1)
+    return;
+
+  // The sequence's last chunk to finish merges all of them.
+  fenceDevice();
+  __syncthreads();
+  u32 *counter = &arrivals[w.counter * VOLT_KV_HEADS + kvHead];
+  if (threadIdx.x == 0)
+    last = arrive(counter) == static_cast<u32>(w.splits - 1);
+  __syncthreads();
+  if (!last)
+    return;
+  fenceDevice();
+  const float *records =
+      workspace + static_cast<i64>(w.record) * kRecord + kvHead * kGroup * kHeadRecord;
+  // scratch = weights[kGroup][kPool] (e^(m_i - M)), then sums[kGroup].
+  float *weights = scratch, *sums = scratch + kGroup * kPool;
+  for (int g = warp; g < kGroup; g += kWarps) {
+    const float *head = records + g * kHeadRecord;
+    float mMax = -3.402823466e38f;
+    for (int i = lane; i < w.splits; i += 32)
+      mMax = fmaxf(mMax, loadCoherent(head + static_cast<i64>(i) * kRecord + kDim));
+    mMax = warpMax(mMax);
+    float sum = 0.0f;
+    for (int i = lane; i < w.splits; i += 32) {
+      const float *chunk = head + static_cast<i64>(i) * kRecord;
+      const float f = expf(loadCoherent(chunk + kDim) - mMax);
+      weights[g * kPool + i] = f;
+      sum += loadCoherent(chunk + kDim + 1) * f;
+    }
+    sum = warpSum(sum);
+    if (lane == 0)
+      sums[g] = sum;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < kGroup * kDim; i += VOLT_THREADS) {
     const int g = i / kDim, d = i % kDim;
-    float mMax = -3.402823466e38f;
-    for (int w = 0; w < kWarps; ++w)
-      mMax = fmaxf(mMax, state[w][g][kDim]);
-    float sum = 0.0f, o = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = expf(state[w][g][kDim] - mMax);
-      sum += state[w][g][kDim + 1] * f;
-      o += state[w][g][d] * f;
-    }
+    const float *head = records + g * kHeadRecord + d;
+    float o = 0.0f;
+    for (int c = 0; c < w.splits; ++c)
+      o += loadCoherent(head + static_cast<i64>(c) * kRecord) * weights[g * kPool + c];
     out[static_cast<i64>(t) * VOLT_HEADS * kDim + (kvHead * kGroup) * kDim + i] =
-        floatToHalf(o / sum);
+        floatToHalf(o / sums[g]);
   }
+  if (threadIdx.x == 0)
+    *counter = 0;
 }

@@ -22,6 +22,14 @@ LaunchArg LaunchArg::pointer(const OperandInfo &o, uint64_t offset) {
   return a;
 }
 
+LaunchArg LaunchArg::workspace(uint32_t offset) {
+  LaunchArg a;
+  a.kind = Kind::Pointer;
+  a.operandKind = OperandKind::Workspace;
+  a.operandIndex = offset;
+  return a;
+}
+
 LaunchArg LaunchArg::i32Value(int32_t v) {
   LaunchArg a;
   a.kind = Kind::I32;
@@ -56,6 +64,18 @@ size_t KernelRegistry::add(const KernelRequest &request) {
   byKey_[key] = requests_.size();
   requests_.push_back(request);
   return requests_.size() - 1;
+}
+
+AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, int64_t heads,
+                              int64_t headDim) {
+  AttentionSplit s;
+  if (splitKTokens <= 0 || maxContext <= splitKTokens)
+    return s;
+  s.splitTokens = std::max(splitKTokens, (maxContext + kMaxAttentionSplits - 1) / kMaxAttentionSplits);
+  s.maxSplits = (maxContext + s.splitTokens - 1) / s.splitTokens;
+  // Fewer than 2 maxSplits records (templates/paged_attention.cu).
+  s.workspaceBytes = static_cast<uint64_t>(2 * s.maxSplits * heads * (headDim + 2)) * 4;
+  return s;
 }
 
 uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape) {
@@ -176,8 +196,21 @@ Result<PlannedLaunch> attention(Context &c, const Variant &v) {
   KernelRequest r{"paged_attention", {}, 128, 0};
   r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
+  auto splitTokens = v.config.find("split_k_tokens");
+  const AttentionSplit split =
+      attentionSplit(splitTokens == v.config.end() ? 0 : splitTokens->second,
+                     int64_t{g.maxBlocksPerSeq} * g.kvBlockSize, p.numHeads, p.headDim);
+  if (split.maxSplits > 0) {
+    if (g.workspaceBytes < split.workspaceBytes)
+      return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
+                     " bytes of kernel workspace; the plan has " +
+                     std::to_string(g.workspaceBytes) +
+                     " (internal error: memory planning sizes it by the same rule)");
+    r.set("split_k_tokens", split.splitTokens).set("max_splits", split.maxSplits);
+  }
   PlannedLaunch l = launch(c, v, r);
-  l.grid[0] = GridRule::tokens();
+  // One block per token, then the pool of split chunks.
+  l.grid[0] = {1, 0, static_cast<uint32_t>(split.maxSplits), 1};
   l.grid[1] = {0, 0, static_cast<uint32_t>(p.numKvHeads), 1};
   const OperandInfo &kv = c.at(1);
   l.args = {LaunchArg::pointer(c.at(0)),
@@ -188,6 +221,8 @@ Result<PlannedLaunch> attention(Context &c, const Variant &v) {
             LaunchArg::pointer(c.at(4)),
             LaunchArg::pointer(c.at(5)),
             LaunchArg::pointer(c.at(6)),
+            // Without split the kernel never reads it; the output stands in.
+            split.maxSplits > 0 ? LaunchArg::workspace(0) : LaunchArg::pointer(c.at(6)),
             LaunchArg::tokenCount(),
             LaunchArg::seqCount()};
   return l;

@@ -25,8 +25,17 @@
 
 namespace volt::codegen {
 
-/// Where an operand lives; the values of volt.plan.OperandKind.
-enum class OperandKind : uint8_t { Arena = 0, Weight = 1, Input = 2, Output = 3, KvCache = 4 };
+/// Where an operand lives; the values of volt.plan.OperandKind. A
+/// Workspace operand's index is a byte offset into the rank's kernel
+/// workspace.
+enum class OperandKind : uint8_t {
+  Arena = 0,
+  Weight = 1,
+  Input = 2,
+  Output = 3,
+  KvCache = 4,
+  Workspace = 5
+};
 
 /// One operand of an op, with the facts its launches depend on.
 struct OperandInfo {
@@ -84,6 +93,9 @@ struct ProgramInfo {
   /// Rank r's first vocabulary row is r * vocabRows for vocab-parallel
   /// embeddings; launches are planned per rank.
   uint32_t rank = 0;
+  /// The rank's kernel workspace (vexec.memory's workspace_bytes): scratch
+  /// that launches may use, its contents undefined between ops.
+  uint64_t workspaceBytes = 0;
 
   uint64_t kvLayerBytes() const { return uint64_t{kvBlocks} * kvBlockSize * kvHeads * headDim * 2; }
 };
@@ -110,6 +122,8 @@ struct LaunchArg {
   float f32 = 0;
 
   static LaunchArg pointer(const OperandInfo &o, uint64_t offset = 0);
+  /// A pointer `offset` bytes into the kernel workspace.
+  static LaunchArg workspace(uint32_t offset);
   static LaunchArg i32Value(int32_t v);
   static LaunchArg f32Value(float v);
   static LaunchArg tokenCount();
@@ -146,6 +160,27 @@ Result<std::vector<PlannedLaunch>> planLaunches(const OpInfo &op,
                                                 const std::vector<Variant> &variants,
                                                 const ProgramInfo &program,
                                                 const TargetInfo &target, KernelRegistry &registry);
+
+/// How paged attention splits long decode contexts across blocks
+/// (templates/paged_attention.cu): chunks of at least `splitTokens`
+/// positions, a pool of `maxSplits` extra blocks per kv head, and
+/// `workspaceBytes` of records. maxSplits 0: no split.
+struct AttentionSplit {
+  int64_t splitTokens = 0, maxSplits = 0;
+  uint64_t workspaceBytes = 0;
+};
+
+/// The most chunks one sequence is split into: longer contexts get longer
+/// chunks, so that the merge's weights fit in static shared memory.
+constexpr int64_t kMaxAttentionSplits = 256;
+
+/// The split of an attention op with `heads` query heads of `headDim` on
+/// this rank, for contexts up to `maxContext` positions (max_blocks_per_seq
+/// x kv_block_size), with the variant's `split_k_tokens` (0: none). The
+/// workspace holds 2 maxSplits records of heads x (headDim + 2) floats.
+/// dialects/Transforms/PlanMemory.cpp sizes the workspace by the same rule.
+AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, int64_t heads,
+                              int64_t headDim);
 
 /// Where the block scales of an NVFP4 weight entry start in its pack entry
 /// (compiler/pack: the packed elements, aligned to 256 bytes).

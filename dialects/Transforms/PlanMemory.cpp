@@ -58,6 +58,32 @@ int64_t packedBytes(vx::WeightOp w) {
   return volt::memory::alignUp(elements * elem);
 }
 
+/// The kernel workspace one launch needs at the largest step. Split-K
+/// attention (templates/paged_attention.cu) cuts a decode sequence's
+/// context into chunks of at least split_k_tokens positions (longer when
+/// max_model_len would need more than 256 chunks) and keeps fewer than 2 x
+/// (the most chunks of one sequence) records of (o[head_dim], max, sum) in
+/// FP32 per query head. compiler/codegen's attentionSplit() plans the
+/// launch by the same rule and refuses a smaller workspace.
+int64_t workspaceBytesOf(vx::LaunchOp launch, int64_t maxContext) {
+  if (launch.getKind() != "Attention")
+    return 0;
+  DictionaryAttr params = launch.getParams();
+  int64_t heads = intAttr(params, "num_heads"), headDim = intAttr(params, "head_dim");
+  int64_t bytes = 0;
+  for (Attribute a : launch.getKernels()) {
+    auto variant = dyn_cast<DictionaryAttr>(a);
+    int64_t splitTokens = intAttr(variant, "split_k_tokens");
+    if (splitTokens <= 0 || maxContext <= splitTokens)
+      continue;
+    constexpr int64_t kMaxSplits = 256;
+    splitTokens = std::max(splitTokens, (maxContext + kMaxSplits - 1) / kMaxSplits);
+    int64_t splits = (maxContext + splitTokens - 1) / splitTokens;
+    bytes = std::max(bytes, 2 * splits * heads * (headDim + 2) * 4);
+  }
+  return bytes;
+}
+
 struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -94,6 +120,9 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       int64_t bytes = allocs[i].getPerTokenBytes() * maxTokens + allocs[i].getFixedBytes();
       intervals[i] = {volt::memory::alignUp(bytes), INT64_MAX, -1};
     }
+    // Ops run one after another, so they share one workspace.
+    const int64_t blocksPerSeq = (maxModelLen + blockSize - 1) / blockSize;
+    int64_t workspaceBytes = 0;
     int64_t launchIndex = 0;
     int64_t kvLayers = 0, kvHeads = 0, headDim = 0;
     std::set<int64_t> layers;
@@ -106,6 +135,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
         in.first = std::min(in.first, launchIndex);
         in.last = std::max(in.last, launchIndex);
       }
+      workspaceBytes = std::max(workspaceBytes, workspaceBytesOf(launch, blocksPerSeq * blockSize));
       if (launch.getKind() == "Attention") {
         kvHeads = launch.getParams().getAs<IntegerAttr>("num_kv_heads").getInt();
         headDim = launch.getParams().getAs<IntegerAttr>("head_dim").getInt();
@@ -127,12 +157,11 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
 
     int64_t weightBytes = 0;
     step.walk([&](vx::WeightOp w) { weightBytes += packedBytes(w); });
-    int64_t workspaceBytes = 0;
+    workspaceBytes = volt::memory::alignUp(workspaceBytes);
     int64_t budget = static_cast<int64_t>(std::floor(utilization * static_cast<double>(memory)));
     int64_t kvBlockBytes = kvLayers * 2 * blockSize * kvHeads * headDim * 2;
     int64_t left = budget - contextBytes - ncclBytes - weightBytes - placement.arenaBytes -
                    workspaceBytes;
-    int64_t blocksPerSeq = (maxModelLen + blockSize - 1) / blockSize;
     int64_t blocks = kvBlockBytes > 0 && left > 0 ? left / kvBlockBytes : 0;
     int64_t maxSeqs = std::max<int64_t>(1, intAttr(deployment, "max_num_seqs"));
 
@@ -148,12 +177,14 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       };
       row("weights (per GPU)", weightBytes);
       row("activation arena (" + std::to_string(maxTokens) + " tokens)", placement.arenaBytes);
+      if (workspaceBytes)
+        row("kernel workspace", workspaceBytes);
       row("CUDA context", contextBytes);
       if (ncclBytes)
         row("NCCL buffers", ncclBytes);
       row("KV cache, one full-length sequence", blocksPerSeq * kvBlockBytes);
-      row("needed", weightBytes + placement.arenaBytes + contextBytes + ncclBytes +
-                        blocksPerSeq * kvBlockBytes);
+      row("needed", weightBytes + placement.arenaBytes + workspaceBytes + contextBytes +
+                        ncclBytes + blocksPerSeq * kvBlockBytes);
       char util[64];
       std::snprintf(util, sizeof util, "available (gpu_memory_utilization %.2f)", utilization);
       row(util, budget);

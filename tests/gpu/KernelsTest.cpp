@@ -396,6 +396,16 @@ void checkAttention(const OpInfo &op, const codegen::ProgramInfo &program,
   ASSERT_TRUE(put(buffers, op.operands[5], tables.data(), tables.size() * 4).ok());
   auto out = put(buffers, op.operands[6], nullptr, reference.size() * 2);
   ASSERT_TRUE(out.ok());
+  if (program.workspaceBytes > 0) {
+    // Split-K records; the workspace's contents are undefined between ops,
+    // so it starts as NaNs (0xFF bytes).
+    OperandInfo workspace;
+    workspace.kind = OperandKind::Workspace;
+    workspace.index = 0;
+    auto scratch = put(buffers, workspace, nullptr, program.workspaceBytes);
+    ASSERT_TRUE(scratch.ok());
+    ASSERT_TRUE(gGpu->fill(*scratch, 0xFF).ok());
+  }
   Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, seqs);
   ASSERT_TRUE(ran.ok()) << ran.message();
   EXPECT_TRUE(get<uint16_t>(*kv, cache.size()) == cpuCache) << "KV cache slots";

@@ -177,6 +177,7 @@ Result<PlanKernels> PlanKernels::build(ModuleOp module, uint32_t ranks,
   program.headDim = static_cast<uint32_t>(intOf(memory, "head_dim"));
   program.maxBlocksPerSeq = static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq"));
   program.maxNumBatchedTokens = static_cast<uint32_t>(intOf(memory, "max_num_batched_tokens"));
+  program.workspaceBytes = static_cast<uint64_t>(intOf(memory, "workspace_bytes"));
 
   PlanKernels result;
   KernelRegistry registry;

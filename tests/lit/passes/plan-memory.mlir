@@ -8,7 +8,7 @@
 // 2 MiB budget holds 986 blocks, capped at 8 sequences x 16 blocks = 128.
 // CHECK-LABEL: module attributes
 // CHECK-SAME: vexec.memory = {arena_bytes = 76800 : i64, arena_lower_bound = 76800 : i64
-// CHECK-SAME: kv_block_bytes = 2048 : i64{{.*}}kv_blocks = 128 : i64
+// CHECK-SAME: kv_block_bytes = 2048 : i64{{.*}}kv_blocks = 128 : i64{{.*}}workspace_bytes = 0 : i64
 // CHECK-DAG: vexec.alloc {{{.*}}name = "a", offset = 51200 : i64, per_token_bytes = 256 : i64}
 // CHECK-DAG: vexec.alloc {{{.*}}name = "b", offset = 0 : i64, per_token_bytes = 512 : i64}
 // CHECK-DAG: vexec.alloc {{{.*}}name = "c", offset = 51200 : i64, per_token_bytes = 256 : i64}
@@ -50,6 +50,30 @@ module attributes {
     %kv0 = vexec.kv_cache {layer = 0 : i64} : !vexec.buffer
     vexec.launch "Attention"(%tok, %kv0, %tok, %tok, %tok, %tok, %a)
         {params = {num_kv_heads = 32 : i64, head_dim = 32 : i64, layer = 0 : i64}, kernels = [], name = "0"}
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+    return
+  }
+}
+
+// -----
+
+// Split-K attention's records go to the kernel workspace: contexts up to
+// 256 positions in chunks of at least 32 give 8 chunks; fewer than 2 x 8
+// records of 4 query heads x (8 + 2) FP32 = 2560 B (without a split
+// variant, as in the first module, none).
+// CHECK-LABEL: module attributes
+// CHECK-SAME: vexec.memory = {{{.*}}workspace_bytes = 2560 : i64
+module attributes {
+    volt.deployment = {max_num_batched_tokens = 100 : i64, max_model_len = 256 : i64, kv_block_size = 16 : i64,
+                       max_num_seqs = 8 : i64, tensor_parallel_size = 1 : i64, gpu_memory_utilization = 0.5 : f64},
+    volt.target = {name = "test", memory_bytes = 4194304 : i64, cuda_context_bytes = 0 : i64, nccl_bytes = 0 : i64}} {
+  func.func @step() {
+    %tok = vexec.input {name = "tokens"} : !vexec.buffer
+    %c = vexec.alloc {name = "c", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
+    %kv0 = vexec.kv_cache {layer = 0 : i64} : !vexec.buffer
+    vexec.launch "Attention"(%tok, %kv0, %tok, %tok, %tok, %tok, %c)
+        {params = {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 0 : i64},
+         kernels = [{max_tokens = 1073741824 : i64, kernel = "paged_attention", split_k_tokens = 32 : i64}], name = "0"}
         : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     return
   }

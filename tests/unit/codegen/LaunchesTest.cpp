@@ -104,13 +104,45 @@ TEST(Launches, AttentionPassesBothHalvesOfTheLayersCache) {
   ASSERT_TRUE(l.ok()) << l.message();
   ASSERT_EQ(l->size(), 1u);
   const PlannedLaunch &a = (*l)[0];
-  EXPECT_EQ(a.grid[0].at(37, 3), 37u);
+  // Contexts up to 256 blocks of 16 in chunks of at least 512: one block per
+  // token and a pool of 8 chunk blocks, per kv head.
+  EXPECT_EQ(a.grid[0].at(37, 3), 37u + 8u);
   EXPECT_EQ(a.grid[1].at(37, 3), 2u);
   EXPECT_EQ(a.args[1].operandKind, OperandKind::KvCache);
   EXPECT_EQ(a.args[1].offset, 0u);
   EXPECT_EQ(a.args[2].offset, program.kvLayerBytes());
   EXPECT_EQ(program.kvLayerBytes(), 4096ull * 16 * 2 * 128 * 2);
+  EXPECT_EQ(a.args[8].operandKind, OperandKind::Workspace);
+  EXPECT_EQ(a.args[8].operandIndex, 0u);
   EXPECT_EQ(a.args.back().kind, Kind::SeqCount);
+  const KernelRequest &r = registry.requests()[a.kernel];
+  EXPECT_EQ(r.get("split_k_tokens"), 512);
+  EXPECT_EQ(r.get("max_splits"), 8);
+}
+
+TEST(Launches, AttentionSplitFollowsTheLongestContext) {
+  // Up to 256 chunks: past 256 x 512 positions the chunks grow instead.
+  EXPECT_EQ(attentionSplit(512, 4096, 16, 128).maxSplits, 8);
+  EXPECT_EQ(attentionSplit(512, 4096, 16, 128).workspaceBytes, 2ull * 8 * 16 * 130 * 4);
+  const AttentionSplit longest = attentionSplit(512, 1 << 20, 32, 128);
+  EXPECT_EQ(longest.splitTokens, 4096);
+  EXPECT_EQ(longest.maxSplits, 256);
+  // No split when one chunk holds every context, or without split_k_tokens.
+  EXPECT_EQ(attentionSplit(512, 512, 32, 128).maxSplits, 0);
+  EXPECT_EQ(attentionSplit(0, 32768, 32, 128).workspaceBytes, 0u);
+}
+
+TEST(Launches, AttentionRefusesAWorkspaceSmallerThanItsSplit) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  const ModelOp &attention = find(ops, ".attention");
+  KernelRegistry registry;
+  ProgramInfo program = programFor(qwen3MoeShape(), 1);
+  program.workspaceBytes -= 1;
+  auto l = planLaunches(attention.op, attention.variants, program, TargetInfo{}, registry);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.message().find("needs 266240 bytes of kernel workspace; the plan has 266239"),
+            std::string::npos)
+      << l.message();
 }
 
 TEST(Launches, PerSequenceOperandsCountSequences) {

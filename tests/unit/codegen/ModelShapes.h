@@ -39,6 +39,10 @@ inline std::vector<Variant> gemmVariants(const std::string &gemv, const std::str
       {int64_t{1} << 30, gemm, {{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 64}, {"stages", 2}}}};
 }
 
+/// Split-K attention's shortest chunk, as dialects/Transforms/KernelCatalog
+/// chooses it.
+constexpr int64_t kSplitKTokens = 512;
+
 inline std::vector<Variant> single(const std::string &kernel) {
   return {{int64_t{1} << 30, kernel, {{"threads", 256}}}};
 }
@@ -128,7 +132,7 @@ inline std::vector<ModelOp> modelOps(const ModelShape &m, int64_t tp) {
   p.layer = 0;
   add("Attention", "attention",
       {arena(4), kvCache(0), input(2), input(3), input(4), input(5), arena(5)}, p,
-      single("paged_attention"));
+      {{int64_t{1} << 30, "paged_attention", {{"split_k_tokens", kSplitKTokens}}}});
   p = {};
   p.dim = hq * d;
   p.outFeatures = h;
@@ -214,6 +218,10 @@ inline ProgramInfo programFor(const ModelShape &m, int64_t tp) {
   g.headDim = static_cast<uint32_t>(m.headDim);
   g.maxBlocksPerSeq = 256;
   g.maxNumBatchedTokens = 2048;
+  // Split-K attention's records, as plan-memory sizes them.
+  g.workspaceBytes = attentionSplit(kSplitKTokens, int64_t{g.maxBlocksPerSeq} * g.kvBlockSize,
+                                    m.heads / tp, m.headDim)
+                         .workspaceBytes;
   return g;
 }
 

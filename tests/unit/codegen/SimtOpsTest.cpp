@@ -1,7 +1,7 @@
 //===- SimtOpsTest.cpp - the non-GEMM templates, run on the host ----------===//
 //
-// Embedding, norms, QK-norm + RoPE, activations, routing, align, combine,
-// gather and paged attention: planned as voltc plans them, run through the
+// Embedding, norms, QK-norm + RoPE, activations, routing, align, combine
+// and gather: planned as voltc plans them, run through the
 // SIMT emulator, compared with the cpu backend's op — bit for bit where the
 // op is exact (copies, the sort, combine's fixed-order sum, the residual
 // add), within the documented tolerance where the kernel sums in another
@@ -144,33 +144,6 @@ namespace combine {
 #undef moe_combine
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace combine
-
-namespace attention {
-#define VOLT_HEADS 6
-#define VOLT_KV_HEADS 2
-#define VOLT_HEAD_DIM 64
-#define VOLT_BLOCK_SIZE 16
-#define VOLT_MAX_BLOCKS 4
-#define VOLT_THREADS 128
-#define paged_attention attention_entry
-#include "paged_attention.cu"
-#undef paged_attention
-#include "tests/unit/codegen/simt/UndefConstants.h"
-} // namespace attention
-
-namespace attention_small {
-// The synthetic test models' geometry: heads of 16 (half a warp's lanes).
-#define VOLT_HEADS 4
-#define VOLT_KV_HEADS 2
-#define VOLT_HEAD_DIM 16
-#define VOLT_BLOCK_SIZE 16
-#define VOLT_MAX_BLOCKS 4
-#define VOLT_THREADS 128
-#define paged_attention attention_small_entry
-#include "paged_attention.cu"
-#undef paged_attention
-#include "tests/unit/codegen/simt/UndefConstants.h"
-} // namespace attention_small
 
 namespace volt::simt {
 namespace {
@@ -514,98 +487,6 @@ TEST(SimtOps, RouterAlignCombine) {
                           a.pointer<u16>(), a.i32()});
   });
   EXPECT_EQ(out, cpuOut);
-}
-
-using AttentionEntry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
-                                const int *, u16 *, int, int);
-
-void checkAttention(int64_t heads, int64_t kvHeads, int64_t dim, AttentionEntry entry) {
-  const int64_t blockSize = 16, maxBlocks = 4, numBlocks = 12;
-  // Sequence 0 decodes its 37th token; sequence 1 prefills 5 tokens after
-  // 20 cached; sequence 2 prefills its first 7.
-  std::vector<int32_t> seqStarts = {0, 1, 6, 13}, contextLens = {37, 25, 7};
-  const int tokens = 13, seqs = 3;
-  std::vector<int32_t> blockTables = {3, 7, 0, 0, /**/ 11, 2, 0, 0, /**/ 5, 0, 0, 0};
-  std::vector<int32_t> slotMapping(tokens);
-  for (int s = 0; s < seqs; ++s)
-    for (int t = seqStarts[s]; t < seqStarts[s + 1]; ++t) {
-      int position = contextLens[s] - (seqStarts[s + 1] - seqStarts[s]) + (t - seqStarts[s]);
-      slotMapping[t] =
-          blockTables[s * maxBlocks + position / blockSize] * blockSize + position % blockSize;
-    }
-  slotMapping[12] = -1; // a padding token writes nothing
-  const int64_t row = (heads + 2 * kvHeads) * dim, slot = kvHeads * dim;
-  std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * row));
-  ProgramInfo program;
-  program.kvBlocks = numBlocks;
-  program.kvBlockSize = blockSize;
-  program.kvHeads = kvHeads;
-  program.headDim = dim;
-  program.maxBlocksPerSeq = maxBlocks;
-  // One layer's cache: K blocks, then V blocks.
-  std::vector<uint16_t> cache =
-      randomHalves(rng, static_cast<size_t>(2 * numBlocks * blockSize * slot));
-  std::vector<uint16_t> cpuCache = cache;
-  const size_t half = cache.size() / 2;
-
-  OpInfo op = makeOp("Attention", {operand(OperandKind::Arena, 0), operand(OperandKind::KvCache, 0),
-                                   operand(OperandKind::Input, 2), operand(OperandKind::Input, 3),
-                                   operand(OperandKind::Input, 4), operand(OperandKind::Input, 5),
-                                   operand(OperandKind::Arena, 1)});
-  op.params.numHeads = heads;
-  op.params.numKvHeads = kvHeads;
-  op.params.headDim = dim;
-  PlannedLaunch l = plan(op,
-                         {{"heads", heads},
-                          {"kv_heads", kvHeads},
-                          {"head_dim", dim},
-                          {"block_size", 16},
-                          {"max_blocks", 4}},
-                         128, program);
-  ASSERT_EQ(l.args[2].offset, half * 2);
-
-  std::vector<uint16_t> gpu(static_cast<size_t>(tokens * heads * dim), 0x7E00), cpuOut(gpu.size());
-  cpu::ThreadPool pool(1);
-  // The cpu op needs every position's k/v (a padding token's too: give it
-  // a slot of its own there so its row exists, then compare the others).
-  std::vector<int32_t> cpuSlots = slotMapping;
-  cpu::attention(
-      {tokens, seqs, heads, kvHeads, dim}, qkv.data(),
-      {cpuSlots.data(), seqStarts.data(), contextLens.data(), blockTables.data(), maxBlocks},
-      {cpuCache.data(), cpuCache.data() + half, numBlocks, blockSize}, cpuOut.data(), pool);
-  Memory m;
-  m.tokens = tokens;
-  m.seqs = seqs;
-  m.bind(op.operands[0], qkv.data());
-  m.bind(op.operands[1], cache.data());
-  m.bind(op.operands[2], slotMapping.data());
-  m.bind(op.operands[3], seqStarts.data());
-  m.bind(op.operands[4], contextLens.data());
-  m.bind(op.operands[5], blockTables.data());
-  m.bind(op.operands[6], gpu.data());
-  run(l, m, [&](Args &a) {
-    std::apply(entry,
-               std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
-                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
-                          a.pointer<const int>(), a.pointer<u16>(), a.i32(), a.i32()});
-  });
-  EXPECT_EQ(cache, cpuCache) << "k and v land in the same slots, bit for bit";
-  double maxV = 0;
-  for (uint16_t v : qkv)
-    maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
-  for (uint16_t v : cache)
-    maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
-  for (size_t i = 0; i < gpu.size(); ++i) {
-    if (i / static_cast<size_t>(heads * dim) == 12)
-      continue; // the padding token's output is not compared
-    EXPECT_TRUE(halfClose(gpu[i], cpuOut[i], 64 * std::ldexp(1.0, -24) * maxV))
-        << i << ": " << halfToFloat(gpu[i]) << " vs " << halfToFloat(cpuOut[i]);
-  }
-}
-
-TEST(SimtOps, PagedAttentionMixesDecodeAndPrefillChunks) {
-  checkAttention(6, 2, 64, attention::attention_entry);
-  checkAttention(4, 2, 16, attention_small::attention_small_entry);
 }
 
 } // namespace

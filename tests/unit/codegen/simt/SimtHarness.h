@@ -13,6 +13,7 @@
 #include "tests/unit/codegen/simt/Simt.h"
 
 // Every shared header at file scope, before any instance's namespace.
+#include "common/blocks.cuh"
 #include "common/gemm.cuh"
 #include "common/gemv.cuh"
 #include "common/math.cuh"

@@ -15,6 +15,7 @@
 #undef VOLT_K
 #undef VOLT_KV_HEADS
 #undef VOLT_MAX_BLOCKS
+#undef VOLT_MAX_SPLITS
 #undef VOLT_N
 #undef VOLT_OUT_F32
 #undef VOLT_PARTS
@@ -24,6 +25,7 @@
 #undef VOLT_RENORMALIZE
 #undef VOLT_RES_F32
 #undef VOLT_SILU
+#undef VOLT_SPLIT_K_TOKENS
 #undef VOLT_STAGES
 #undef VOLT_THREADS
 #undef VOLT_TILE_M

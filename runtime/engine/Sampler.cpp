@@ -55,13 +55,23 @@ float kthLargest(std::span<const float> x, int32_t k, std::vector<float> &scratc
       return kNegInf;
     std::make_heap(scratch.begin(), scratch.end(), greater);
     threshold = scratch.front();
-    for (; i < x.size(); ++i) {
-      if (!(x[i] > threshold))
+    // Runs of 64 with nothing above the threshold (most, once the heap
+    // holds likely tokens) are skipped by one vector test.
+    constexpr size_t kRun = 64;
+    for (; i < x.size();) {
+      const size_t end = std::min(x.size(), i + kRun);
+      if (!anyGreater(x.subspan(i, end - i), threshold)) {
+        i = end;
         continue;
-      std::pop_heap(scratch.begin(), scratch.end(), greater);
-      scratch.back() = x[i];
-      std::push_heap(scratch.begin(), scratch.end(), greater);
-      threshold = scratch.front();
+      }
+      for (; i < end; ++i) {
+        if (!(x[i] > threshold))
+          continue;
+        std::pop_heap(scratch.begin(), scratch.end(), greater);
+        scratch.back() = x[i];
+        std::push_heap(scratch.begin(), scratch.end(), greater);
+        threshold = scratch.front();
+      }
     }
     return threshold;
   }
@@ -114,6 +124,13 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
     return Status::success();
   }
 
+  const bool edits = !params.logitBias.empty() || !masked.empty() || penalties;
+  float maxLogit = kNegInf;
+  if (!params.greedy() && !edits) {
+    // Nothing edits the logits: copy, temperature and maximum in one pass.
+    maxLogit = divideCopyMax(logits, params.temperature, scratch_);
+    return prepareWeights(params, maxLogit);
+  }
   std::copy(logits.begin(), logits.end(), scratch_.begin());
   for (const auto &[id, bias] : params.logitBias)
     scratch_[id] += bias;
@@ -150,7 +167,11 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
   }
 
   divideAll(scratch_, params.temperature);
-  float maxLogit = maxOf(scratch_);
+  maxLogit = maxOf(scratch_);
+  return prepareWeights(params, maxLogit);
+}
+
+Status Sampler::prepareWeights(const SamplingParams &params, float maxLogit) {
   if (!(maxLogit > kNegInf) || std::isinf(maxLogit))
     return Error("logits: no finite maximum to sample from (NaN or infinite logits)");
 
@@ -163,14 +184,20 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
     // top_k and min_p commute (both keep a top set by logit), so only the
     // top k need weights.
     float kth = kthLargest(scratch_, params.topK, kthScratch_);
-    for (int32_t i = 0; i < vocabSize_; ++i) {
-      if (!(scratch_[i] >= kth))
+    constexpr int32_t kRun = 64;
+    for (int32_t base = 0; base < vocabSize_; base += kRun) {
+      const int32_t end = std::min(vocabSize_, base + kRun);
+      if (!anyAtLeast(std::span(scratch_).subspan(base, end - base), kth))
         continue;
-      float w = expNonPositive(scratch_[i] - maxLogit);
-      if (w > 0 && w >= minP) {
-        cand_.push_back(i);
-        candW_.push_back(w);
-        total += w;
+      for (int32_t i = base; i < end; ++i) {
+        if (!(scratch_[i] >= kth))
+          continue;
+        float w = expNonPositive(scratch_[i] - maxLogit);
+        if (w > 0 && w >= minP) {
+          cand_.push_back(i);
+          candW_.push_back(w);
+          total += w;
+        }
       }
     }
     if (params.topP < 1.0f) {
@@ -178,29 +205,30 @@ Status Sampler::prepare(std::span<const float> logits, const SamplingParams &par
       keepTopP(params.topP, total);
     }
   } else {
-    total = expWeights(scratch_, maxLogit, minP, weights_);
     if (params.topP < 1.0f) {
       // The nucleus is a most-likely-first prefix; gather the tokens above
       // a threshold until they hold at least top_p of the mass, so that
-      // only those are sorted.
+      // only those are sorted. The first threshold's gather rides on the
+      // exp pass; a flatter distribution gathers again, lower.
       float theta = 1e-3f;
-      for (;;) {
+      double mass = 0;
+      total = expWeightsGather(scratch_, maxLogit, minP, weights_, theta, cand_, candW_, mass);
+      while (!(mass >= double(params.topP) * total || theta == 0)) {
+        theta = theta > 1e-30f ? theta * 1e-4f : 0.0f;
         cand_.clear();
         candW_.clear();
-        double mass = 0;
+        mass = 0;
         for (int32_t i = 0; i < vocabSize_; ++i)
           if (weights_[i] > 0 && weights_[i] >= theta) {
             cand_.push_back(i);
             candW_.push_back(weights_[i]);
             mass += weights_[i];
           }
-        if (mass >= double(params.topP) * total || theta == 0)
-          break;
-        theta = theta > 1e-30f ? theta * 1e-4f : 0.0f;
       }
       sortDescending(cand_, candW_);
       keepTopP(params.topP, total);
     } else {
+      total = expWeights(scratch_, maxLogit, minP, weights_);
       // Everything left is a candidate: draws walk weights_ directly.
       dense_ = true;
       candTotal_ = total;
@@ -248,7 +276,17 @@ SampleLogprobs Sampler::computeLogprobs(std::span<const float> logits, int32_t t
   };
   std::vector<int32_t> heap;
   float worst = kNegInf;
+  constexpr int32_t kRun = 64;
   for (int32_t i = 0; i < int32_t(logits.size()) && topN > 0; ++i) {
+    // Once the heap is full, a run of 64 with nothing above its worst
+    // cannot change it: one vector test skips it.
+    if (i % kRun == 0 && int32_t(heap.size()) == topN) {
+      const int32_t end = std::min(int32_t(logits.size()), i + kRun);
+      if (!anyGreater(logits.subspan(i, end - i), worst)) {
+        i = end - 1;
+        continue;
+      }
+    }
     float x = logits[i];
     if (int32_t(heap.size()) == topN && !(x > worst))
       continue;

@@ -93,6 +93,9 @@ private:
   // and the weights' sum, in the order a draw walks them.
   Status prepare(std::span<const float> logits, const SamplingParams &params,
                  const TokenHistory &history, std::span<const int32_t> masked);
+  /// The rest of prepare, from scratch_ (temperature applied) and its
+  /// largest value.
+  Status prepareWeights(const SamplingParams &params, float maxLogit);
   void keepTopP(float topP, double total);
   int32_t drawCandidates(double uniform) const;
   int32_t drawDense(double uniform) const;

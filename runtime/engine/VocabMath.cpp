@@ -136,6 +136,73 @@ VOLT_VOCAB_LOOP void divideAll(std::span<float> x, float by) {
     x[i] /= by;
 }
 
+VOLT_VOCAB_LOOP float divideCopyMax(std::span<const float> x, float by, std::span<float> out) {
+  F8 acc = splat(kNegInf);
+  size_t i = 0;
+  for (; i + 8 <= x.size(); i += 8) {
+    F8 v = load(&x[i]) / by;
+    store(&out[i], v);
+    acc = v > acc ? v : acc;
+  }
+  float m = horizontalMax(acc);
+  for (; i < x.size(); ++i) {
+    out[i] = x[i] / by;
+    m = out[i] > m ? out[i] : m;
+  }
+  return m;
+}
+
+VOLT_VOCAB_LOOP double expWeightsGather(std::span<const float> x, float shift, float floor,
+                                        std::span<float> w, float theta, std::vector<int32_t> &ids,
+                                        std::vector<float> &gathered, double &mass) {
+  // expWeights' loop, with the 4096-entry partial sums kept exactly as
+  // there; each run of 64 weights is scanned for the gather only when its
+  // largest reaches theta, which few do.
+  constexpr size_t kRun = 64;
+  double total = 0;
+  const F8 zero = splat(0.0f);
+  auto gather = [&](size_t from, size_t to) {
+    for (size_t j = from; j < to; ++j)
+      if (w[j] > 0 && w[j] >= theta) {
+        ids.push_back(int32_t(j));
+        gathered.push_back(w[j]);
+        mass += w[j];
+      }
+  };
+  for (size_t base = 0; base < x.size(); base += 4096) {
+    size_t end = std::min(x.size(), base + 4096);
+    F8 acc = zero;
+    size_t i = base;
+    while (i + kRun <= end) {
+      F8 top = zero;
+      for (size_t r = 0; r < kRun; r += 8, i += 8) {
+        F8 v = expNonPositive8(load(&x[i]) - shift);
+        v = v >= floor ? v : zero;
+        store(&w[i], v);
+        acc += v;
+        top = v > top ? v : top;
+      }
+      if (horizontalMax(top) >= theta)
+        gather(i - kRun, i);
+    }
+    size_t tail = i;
+    for (; i + 8 <= end; i += 8) {
+      F8 v = expNonPositive8(load(&x[i]) - shift);
+      v = v >= floor ? v : zero;
+      store(&w[i], v);
+      acc += v;
+    }
+    total += horizontalSum(acc);
+    for (; i < end; ++i) {
+      float v = expNonPositive(x[i] - shift);
+      w[i] = v >= floor ? v : 0.0f;
+      total += w[i];
+    }
+    gather(tail, end);
+  }
+  return total;
+}
+
 VOLT_VOCAB_LOOP int32_t countGreater(std::span<const float> x, float than) {
   I8 acc = I8{};
   size_t i = 0;
@@ -147,6 +214,32 @@ VOLT_VOCAB_LOOP int32_t countGreater(std::span<const float> x, float than) {
   for (; i < x.size(); ++i)
     n += x[i] > than;
   return n;
+}
+
+VOLT_VOCAB_LOOP bool anyGreater(std::span<const float> x, float than) {
+  I8 hit = I8{};
+  size_t i = 0;
+  for (; i + 8 <= x.size(); i += 8)
+    hit |= load(&x[i]) > than;
+  bool any = false;
+  for (int j = 0; j < 8; ++j)
+    any |= hit[j] != 0;
+  for (; i < x.size(); ++i)
+    any |= x[i] > than;
+  return any;
+}
+
+VOLT_VOCAB_LOOP bool anyAtLeast(std::span<const float> x, float than) {
+  I8 hit = I8{};
+  size_t i = 0;
+  for (; i + 8 <= x.size(); i += 8)
+    hit |= load(&x[i]) >= than;
+  bool any = false;
+  for (int j = 0; j < 8; ++j)
+    any |= hit[j] != 0;
+  for (; i < x.size(); ++i)
+    any |= x[i] >= than;
+  return any;
 }
 
 int32_t argmax(std::span<const float> x) {

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace volt::engine {
 
@@ -42,8 +43,23 @@ double sumOf(std::span<const float> x);
 double expWeights(std::span<const float> x, float shift, float floor, std::span<float> w);
 /// x[i] /= by.
 void divideAll(std::span<float> x, float by);
+/// out[i] = x[i] / by, in one pass with the largest result (maxOf(out)).
+/// The same values as copying, divideAll and maxOf.
+float divideCopyMax(std::span<const float> x, float by, std::span<float> out);
+/// expWeights, and in the same pass appends to `ids`/`gathered` every
+/// index (ascending) whose weight is at least `theta` (and positive);
+/// `mass` gets the sum of those weights, added in index order. The weights
+/// and the sum are expWeights' own.
+double expWeightsGather(std::span<const float> x, float shift, float floor, std::span<float> w,
+                        float theta, std::vector<int32_t> &ids, std::vector<float> &gathered,
+                        double &mass);
 /// How many values are greater than `than`.
 int32_t countGreater(std::span<const float> x, float than);
+/// Whether some value is greater than `than` (NaN never is), and whether
+/// some value is at least `than`: the sampler skips runs of a row with
+/// them before a scalar scan.
+bool anyGreater(std::span<const float> x, float than);
+bool anyAtLeast(std::span<const float> x, float than);
 /// The first index holding the largest value; -1 when all are NaN.
 int32_t argmax(std::span<const float> x);
 

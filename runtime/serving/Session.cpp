@@ -4,7 +4,9 @@
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace volt::serving {
 namespace {
@@ -123,13 +125,19 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
     config.eosTokenIds.assign(p.model()->eos_token_ids()->begin(),
                               p.model()->eos_token_ids()->end());
   config.seed = static_cast<uint64_t>(p.seed());
+  if (options.samplerThreads < 0 || options.samplerThreads > 256)
+    return Error("sampler threads: expected 0 (one per core) to 256, found " +
+                 std::to_string(options.samplerThreads));
+  config.samplerThreads =
+      options.samplerThreads > 0
+          ? options.samplerThreads
+          : static_cast<int32_t>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
   auto engine = engine::Engine::create(config, *s->backend_);
   if (!engine)
     return Error(path.string() + ": " + engine.message());
   s->engine_ = std::move(*engine);
   s->servedModelName_ = p.served_model_name() ? p.served_model_name()->str() : "model";
-  s->loadSeconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  s->loadSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
 }
 

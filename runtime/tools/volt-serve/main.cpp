@@ -22,7 +22,7 @@ namespace {
 int serve(int argc, char **argv) {
   CLI::App app{"volt-serve: serve a compiled plan over an OpenAI-compatible HTTP API"};
   std::string planPath, backend = "auto";
-  int threads = 0;
+  int threads = 0, samplerThreads = 0;
   bool noVerify = false, noAccessLog = false;
   volt::server::ServerOptions o;
   app.add_option("plan", planPath, "plan file (weights.rankN.bin beside it)")->required();
@@ -39,6 +39,9 @@ int serve(int argc, char **argv) {
                  "first is the one responses report");
   app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
   app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)")
+      ->capture_default_str();
+  app.add_option("--sampler-threads", samplerThreads,
+                 "threads that sample a step's sequences (0: one per core, at most 8)")
       ->capture_default_str();
   app.add_option("--max-body-bytes", o.maxBodyBytes, "largest request body (413 beyond)")
       ->capture_default_str();
@@ -109,6 +112,7 @@ int serve(int argc, char **argv) {
   volt::serving::SessionOptions sessionOptions;
   sessionOptions.backend = backend;
   sessionOptions.threads = threads;
+  sessionOptions.samplerThreads = samplerThreads;
   sessionOptions.verifyChecksums = !noVerify;
   auto session = volt::serving::Session::open(planPath, sessionOptions);
   if (!session) {

@@ -146,5 +146,26 @@ TEST(PlanFile, AGpuPlanRunsOnTheCpuBackendAsTheCpuPlanDoes) {
   EXPECT_EQ(tokens[0], tokens[1]);
 }
 
+TEST(PlanFile, SamplerThreadsDefaultToTheCoresAndAreChecked) {
+  auto path = testing::compilePlan(testing::PlanRequest{});
+  serving::SessionOptions options;
+  options.backend = "cpu";
+  auto session = serving::Session::open(path, options);
+  ASSERT_TRUE(session.ok()) << session.message();
+  const int32_t threads = (*session)->engine().config().samplerThreads;
+  EXPECT_GE(threads, 1);
+  EXPECT_LE(threads, 8);
+  options.samplerThreads = 3;
+  session = serving::Session::open(path, options);
+  ASSERT_TRUE(session.ok()) << session.message();
+  EXPECT_EQ((*session)->engine().config().samplerThreads, 3);
+  options.samplerThreads = -1;
+  session = serving::Session::open(path, options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.message().find("sampler threads: expected 0 (one per core) to 256, found -1"),
+            std::string::npos)
+      << session.message();
+}
+
 } // namespace
 } // namespace volt

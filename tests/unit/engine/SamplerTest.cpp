@@ -352,6 +352,38 @@ TEST(Sampler, LargeVocabularyMatchesAFullSort) {
   }
 }
 
+TEST(Sampler, LargeVocabularyLogprobsMatchAFullSort) {
+  // The top-N scan skips runs that cannot enter; ties (lower id first),
+  // NaN and -inf must come out as a full sort says.
+  const int32_t vocab = 151936;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 3);
+  std::vector<float> logits(vocab);
+  for (float &l : logits)
+    l = std::round(normal(rng) * 4) / 4; // many exact ties
+  for (int i = 0; i < 30; ++i)
+    logits[rng() % vocab] = 9.5f;
+  logits[100] = std::nanf("");
+  logits[vocab - 1] = -std::numeric_limits<float>::infinity();
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < vocab; ++i)
+    if (logits[i] == logits[i])
+      order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  Sampler s(vocab);
+  for (int32_t n : {1, 5, 20, 64}) {
+    SamplingParams p;
+    p.temperature = 0;
+    p.logprobs = n;
+    auto r = s.sample(logits, p, {}, {}, 0.5);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->logprobs->top.size(), size_t(n));
+    for (int32_t j = 0; j < n; ++j)
+      EXPECT_EQ(r->logprobs->top[size_t(j)].token, order[size_t(j)]) << "N " << n << " at " << j;
+  }
+}
+
 TEST(SamplingParams, InvalidValuesAreNamed) {
   auto check = [](auto edit, const std::string &message) {
     SamplingParams p;

@@ -8,7 +8,7 @@
 //                                  equal logits by lower id first (NaN never
 //                                  taken: id -1, value NaN, only in a row
 //                                  with fewer than K non-NaN logits);
-//   stats[r] = (M, Σ e^(x - M), Σ e^((x - M) / T_r))   over the non-NaN
+//   stats[r] = (M, sum e^(x - M), sum e^((x - M) / T_r))   over the non-NaN
 //                                  logits, M their largest; the last is 1
 //                                  when T_r <= 0 (greedy).
 // The host then samples exactly whenever the request's filters keep only
@@ -17,9 +17,9 @@
 // reference.
 //
 // Selection is a radix select on order-preserving 32-bit keys: four passes
-// of 256-bin shared-memory histograms find the K-th largest key τ and how
-// many keys equal to it to take; one more pass takes every key above τ
-// (atomic slots, any order) and the lowest-id keys equal to τ (a block-wide
+// of 256-bin shared-memory histograms find the K-th largest key tau and how
+// many keys equal to it to take; one more pass takes every key above tau
+// (atomic slots, any order) and the lowest-id keys equal to tau (a block-wide
 // scan in id order), and a bitonic sort of the K pairs orders them. The
 // row is read seven times (max, sums, four digits, gather), which for a
 // 151,936-entry row is 4 MB of mostly L2 traffic per block, against 600 KB
@@ -152,7 +152,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     }
     __syncthreads();
   }
-  // τ: `wanted` keys equal to it are taken (the lowest ids), every key
+  // tau: `wanted` keys equal to it are taken (the lowest ids), every key
   // above it too (K - wanted of them).
   const u32 threshold = prefixKey;
   const int want = wanted;

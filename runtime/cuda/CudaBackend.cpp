@@ -128,7 +128,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
   const plan::Limits *limits = p.limits();
   const uint64_t maxTokens = limits->max_num_batched_tokens(), maxSeqs = limits->max_num_seqs();
   const uint64_t vocab = p.model()->vocab_size();
-  shared.logitsChunkRows = std::max<uint64_t>(1, kLogitsChunkBytes / (vocab * 4));
+  shared.logitsChunkRows = std::max<uint64_t>(1, options.logitsChunkBytes / (vocab * 4));
   shared.logitsChunks =
       static_cast<uint32_t>((maxSeqs + shared.logitsChunkRows - 1) / shared.logitsChunkRows);
   for (uint32_t r = 0; r < ranks; ++r) {

@@ -54,6 +54,10 @@ struct CudaBackendOptions {
   /// environment turns them off as well (for debugging a kernel, or to
   /// compare).
   bool graphs = true;
+  /// The logits come back in chunks of about this many bytes (at least a
+  /// row), so that copying one chunk to the caller overlaps the DMA of the
+  /// next.
+  uint64_t logitsChunkBytes = 2 << 20;
   /// Where the backend's notes go (a capture that failed and the direct
   /// launches that replace it); stderr when empty.
   std::function<void(const std::string &)> log;

@@ -20,9 +20,6 @@ namespace volt::cuda {
 
 /// Steps in flight at most: the staging buffers are double-buffered.
 inline constexpr uint32_t kStagingSlots = 2;
-/// The logits come back in chunks of about this size, so that the copy of
-/// one chunk to the caller overlaps the DMA of the next.
-inline constexpr uint64_t kLogitsChunkBytes = 2 << 20;
 
 /// What becomes of a bucket's decode steps.
 enum class BucketState : uint8_t {

@@ -1,0 +1,287 @@
+//===- PlanEmulator.cpp ---------------------------------------------------===//
+#include "tests/unit/cuda/PlanEmulator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace volt::cuda::testing {
+namespace {
+
+using plan::ArgKind;
+using plan::OperandKind;
+using plan::OpKind;
+
+std::string describe(const plan::Op &op) { return op.name() ? op.name()->str() : "?"; }
+
+} // namespace
+
+PlanEmulator::PlanEmulator(const plan::LoadedPlan &plan, FakeCuda &fake)
+    : plan_(plan), fake_(fake) {
+  const plan::Plan &p = plan.plan();
+  vocab_ = p.model()->vocab_size();
+  ranks_.resize(p.ranks()->size());
+  for (const plan::Rank *rank : *p.ranks()) {
+    const auto &ops = *rank->ops();
+    size_t head = ops.size();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const plan::Op *op = ops.Get(static_cast<flatbuffers::uoffset_t>(i));
+      const plan::Operand *last = op->operands()->Get(op->operands()->size() - 1);
+      if (last->kind() != OperandKind::Output)
+        continue;
+      head = i;
+      if (op->kind() == OpKind::AllGather) {
+        // The op whose output the all-gather reads.
+        const plan::Operand *in = op->operands()->Get(0);
+        for (size_t j = i; j-- > 0;) {
+          const plan::Op *w = ops.Get(static_cast<flatbuffers::uoffset_t>(j));
+          const plan::Operand *out = w->operands()->Get(w->operands()->size() - 1);
+          if (w->launches() && out->kind() == in->kind() && out->index() == in->index()) {
+            head = j;
+            break;
+          }
+        }
+      }
+    }
+    EXPECT_LT(head, ops.size()) << "rank " << rank->rank() << ": no op writes the logits";
+    lmHead_.push_back(head);
+  }
+}
+
+void PlanEmulator::install() {
+  fake_.onLaunch = [this](const FakeLaunch &launch) { onLaunch(launch); };
+}
+
+std::vector<PlanEmulator::Arg> PlanEmulator::layout(const plan::Launch &launch) const {
+  std::vector<Arg> args;
+  size_t at = 0;
+  if (!launch.args())
+    return args;
+  // The CUDA ABI: each parameter at its natural alignment.
+  for (const plan::Arg *a : *launch.args()) {
+    const size_t size = a->kind() == ArgKind::Pointer ? 8 : 4;
+    at = (at + size - 1) / size * size;
+    Arg arg;
+    arg.kind = a->kind();
+    arg.at = at;
+    if (a->operand()) {
+      arg.operand = a->operand()->kind();
+      arg.index = a->operand()->index();
+    }
+    arg.offset = a->offset();
+    args.push_back(arg);
+    at += size;
+  }
+  return args;
+}
+
+uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64_t seqs) const {
+  const plan::Rank *r = plan_.plan().ranks()->Get(rank);
+  const uint64_t T = tokens > 0 ? static_cast<uint64_t>(tokens) : 1;
+  const uint64_t S = seqs > 0 ? static_cast<uint64_t>(seqs) : 1;
+  auto rest = [&](uint64_t bytes) { return a.offset < bytes ? bytes - a.offset : 1; };
+  switch (a.operand) {
+  case OperandKind::Arena:
+    return rest(r->buffers()->Get(a.index)->bytes());
+  case OperandKind::Weight:
+    return rest(r->weights()->Get(a.index)->bytes());
+  case OperandKind::KvCache: {
+    const plan::KvCache *kv = r->kv_cache();
+    return rest(uint64_t{kv->num_blocks()} * kv->block_size() * kv->num_kv_heads() *
+                kv->head_dim() * 2 * 2);
+  }
+  case OperandKind::Workspace:
+    return rest(r->workspace_bytes() - a.index);
+  case OperandKind::Output:
+    return seqs > 0 ? S * vocab_ * 4 : 4;
+  case OperandKind::Input:
+    switch (static_cast<plan::StepInput>(a.index)) {
+    case plan::StepInput::Tokens:
+    case plan::StepInput::Positions:
+    case plan::StepInput::SlotMapping:
+      return tokens > 0 ? T * 4 : 4;
+    case plan::StepInput::SeqStarts:
+      return seqs > 0 ? (S + 1) * 4 : 4;
+    case plan::StepInput::BlockTables:
+      return seqs > 0 ? S * plan_.plan().limits()->max_blocks_per_seq() * 4 : 4;
+    default:
+      return seqs > 0 ? S * 4 : 4;
+    }
+  }
+  return 1;
+}
+
+void PlanEmulator::onLaunch(const FakeLaunch &launch) {
+  const plan::Plan &p = plan_.plan();
+  ASSERT_GE(launch.device, 0);
+  ASSERT_LT(static_cast<size_t>(launch.device), ranks_.size());
+  const uint32_t rank = static_cast<uint32_t>(launch.device);
+  RankState &rs = ranks_[rank];
+  const plan::Rank *pr = p.ranks()->Get(rank);
+  const auto &ops = *pr->ops();
+  // The next op of the program that launches a kernel (wrapping to a new
+  // step); kernels load one module each, in plan order.
+  auto launching = [&](size_t i) {
+    return ops.Get(static_cast<flatbuffers::uoffset_t>(i))->launches() &&
+           ops.Get(static_cast<flatbuffers::uoffset_t>(i))->launches()->size() > 0;
+  };
+  size_t index = rs.nextOp;
+  for (size_t tries = 0; tries < ops.size() && (index >= ops.size() || !launching(index)); ++tries)
+    index = index + 1 >= ops.size() ? 0 : index + 1;
+  if (index >= ops.size())
+    index = 0;
+  const plan::Op *op = ops.Get(static_cast<flatbuffers::uoffset_t>(index));
+  const plan::Launch *chosen = nullptr;
+  if (op->launches())
+    for (const plan::Launch *l : *op->launches())
+      if (static_cast<int>(l->kernel()) == launch.module)
+        chosen = l;
+  ASSERT_TRUE(chosen) << "device " << launch.device << ": a launch of " << launch.kernel
+                      << " (module " << launch.module << ") runs where op " << index << " '"
+                      << describe(*op) << "' comes next";
+  rs.nextOp = index + 1;
+  const std::string name = describe(*op);
+  EXPECT_EQ(launch.kernel, p.kernels()->Get(chosen->kernel())->name()->str()) << name;
+
+  const std::vector<Arg> args = layout(*chosen);
+  const size_t size =
+      args.empty() ? 0 : args.back().at + (args.back().kind == ArgKind::Pointer ? 8 : 4);
+  ASSERT_EQ(launch.params.size(), size) << name << ": parameter buffer size";
+  auto value = [&](const Arg &a, auto v) {
+    std::memcpy(&v, launch.params.data() + a.at, sizeof(v));
+    return v;
+  };
+  int64_t tokens = -1, seqs = -1;
+  for (const Arg &a : args) {
+    if (a.kind == ArgKind::TokenCount)
+      tokens = value(a, int32_t{});
+    if (a.kind == ArgKind::SeqCount)
+      seqs = value(a, int32_t{});
+  }
+  uint64_t outAt = 0;
+  const plan::Operand *lastOperand = op->operands()->Get(op->operands()->size() - 1);
+  for (const Arg &a : args) {
+    if (a.kind != ArgKind::Pointer)
+      continue;
+    const uint64_t pointer = value(a, uint64_t{});
+    const std::string what = "device " + std::to_string(launch.device) + ", op '" + name +
+                             "', operand " + std::to_string(static_cast<int>(a.operand)) + ":" +
+                             std::to_string(a.index);
+    const uint64_t bytes = extent(rank, a, tokens, seqs);
+    if (!fake_.deviceBytes(launch.device, pointer, bytes, what))
+      continue;
+    // Every operand of a kind hangs off one base address.
+    uint64_t within = a.offset;
+    uint32_t group = 0;
+    switch (a.operand) {
+    case OperandKind::Arena:
+      within += pr->buffers()->Get(a.index)->offset();
+      break;
+    case OperandKind::Weight:
+      within += pr->weights()->Get(a.index)->offset();
+      break;
+    case OperandKind::Workspace:
+      within += a.index;
+      break;
+    case OperandKind::Input:
+    case OperandKind::KvCache:
+      group = a.index; // own allocations or layers
+      break;
+    case OperandKind::Output:
+      break;
+    }
+    const auto key = std::make_pair(static_cast<int>(a.operand), group);
+    const uint64_t base = pointer - within;
+    auto [it, fresh] = rs.bases.emplace(key, base);
+    EXPECT_TRUE(fresh || it->second == base)
+        << what << ": base 0x" << std::hex << base << ", earlier ops imply 0x" << it->second;
+    if (a.operand == OperandKind::Input)
+      rs.inputs[a.index] = fake_.readInts(launch.device, pointer, bytes / 4);
+    if (a.operand == OperandKind::Input &&
+        a.index == static_cast<uint32_t>(plan::StepInput::Tokens))
+      rs.tokensAt = pointer;
+    if (a.operand == OperandKind::Input &&
+        a.index == static_cast<uint32_t>(plan::StepInput::LogitsRows))
+      rs.rowsAt = pointer;
+    if (a.operand == lastOperand->kind() && a.index == lastOperand->index())
+      outAt = pointer;
+  }
+
+  const size_t opIndex = index;
+  if (op->kind() == OpKind::Attention && attention.size() < 64 &&
+      op == ops.Get(static_cast<flatbuffers::uoffset_t>([&] {
+        for (size_t i = 0; i < ops.size(); ++i)
+          if (ops.Get(static_cast<flatbuffers::uoffset_t>(i))->kind() == OpKind::Attention)
+            return i;
+        return size_t{0};
+      }()))) {
+    SeenAttention seen;
+    seen.device = launch.device;
+    seen.tokens = static_cast<int32_t>(tokens);
+    seen.seqs = static_cast<int32_t>(seqs);
+    auto input = [&](plan::StepInput i) { return rs.inputs[static_cast<uint32_t>(i)]; };
+    seen.positions = input(plan::StepInput::Positions);
+    seen.slots = input(plan::StepInput::SlotMapping);
+    seen.seqStarts = input(plan::StepInput::SeqStarts);
+    seen.contextLens = input(plan::StepInput::ContextLens);
+    seen.blockTables = input(plan::StepInput::BlockTables);
+    attention.push_back(std::move(seen));
+  }
+
+  if (opIndex != lmHead_[rank])
+    return;
+  ++lmHeadLaunches;
+  ASSERT_GT(seqs, 0) << name << ": the LM head has no SeqCount argument";
+  ASSERT_NE(rs.tokensAt, 0u) << "the LM head ran before the embedding";
+  ASSERT_NE(rs.rowsAt, 0u) << "the LM head ran before gather_rows";
+  ASSERT_NE(outAt, 0u) << name << ": no pointer to its output";
+  const uint32_t cols = op->params()->out_features();
+  const uint64_t vocabStart = uint64_t{rank} * cols;
+  const auto rows = fake_.readInts(launch.device, rs.rowsAt, static_cast<size_t>(seqs));
+  auto *out = fake_.deviceBytes(launch.device, outAt, static_cast<uint64_t>(seqs) * cols * 4,
+                                name + " output");
+  ASSERT_NE(out, nullptr);
+  for (int64_t s = 0; s < seqs; ++s) {
+    const int32_t row = rows[static_cast<size_t>(s)];
+    ASSERT_GE(row, 0) << "logits row of sequence " << s;
+    const int32_t token = fake_.readInts(launch.device, rs.tokensAt + uint64_t(row) * 4, 1)[0];
+    for (uint32_t c = 0; c < cols; ++c) {
+      const float v = 1000.0f * static_cast<float>(token) + static_cast<float>(vocabStart + c);
+      std::memcpy(out + (static_cast<uint64_t>(s) * cols + c) * 4, &v, 4);
+    }
+  }
+}
+
+std::vector<float> PlanEmulator::expectedLogits(const std::vector<int32_t> &tokens,
+                                                const std::vector<int32_t> &rows) const {
+  std::vector<float> out;
+  for (int32_t row : rows)
+    for (uint32_t v = 0; v < vocab_; ++v)
+      out.push_back(1000.0f * static_cast<float>(tokens.at(static_cast<size_t>(row))) +
+                    static_cast<float>(v));
+  return out;
+}
+
+size_t PlanEmulator::launchesPerStep(uint32_t rank) const {
+  size_t n = 0;
+  for (const plan::Op *op : *plan_.plan().ranks()->Get(rank)->ops())
+    n += op->launches() && op->launches()->size() > 0;
+  return n;
+}
+
+std::vector<uint64_t> PlanEmulator::allReduceCounts(uint32_t rank, uint64_t tokens,
+                                                    uint64_t seqs) const {
+  const plan::Rank *r = plan_.plan().ranks()->Get(rank);
+  std::vector<uint64_t> counts;
+  for (const plan::Op *op : *r->ops()) {
+    if (op->kind() != OpKind::AllReduce)
+      continue;
+    const plan::Operand *o = op->operands()->Get(0);
+    const plan::Buffer *b =
+        o->kind() == OperandKind::Arena ? r->buffers()->Get(o->index()) : nullptr;
+    counts.push_back((b && b->per_token_bytes() == 0 ? seqs : tokens) * op->params()->dim());
+  }
+  return counts;
+}
+
+} // namespace volt::cuda::testing

@@ -170,9 +170,13 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
     const uint64_t bytes = extent(rank, a, tokens, seqs);
     if (!fake_.deviceBytes(launch.device, pointer, bytes, what))
       continue;
-    // Every operand of a kind hangs off one base address.
+    // Every operand of a kind hangs off one base address: the workspace
+    // off the arena's (it follows the arena), a layer's KV cache off the
+    // cache's (each layer's K, then its V).
     uint64_t within = a.offset;
+    int kind = static_cast<int>(a.operand);
     uint32_t group = 0;
+    const plan::KvCache *kv = pr->kv_cache();
     switch (a.operand) {
     case OperandKind::Arena:
       within += pr->buffers()->Get(a.index)->offset();
@@ -181,16 +185,20 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
       within += pr->weights()->Get(a.index)->offset();
       break;
     case OperandKind::Workspace:
-      within += a.index;
+      within += pr->arena_bytes() + a.index;
+      kind = static_cast<int>(OperandKind::Arena);
+      break;
+    case OperandKind::KvCache:
+      within += uint64_t{a.index} * 2 * kv->num_blocks() * kv->block_size() * kv->num_kv_heads() *
+                kv->head_dim() * 2;
       break;
     case OperandKind::Input:
-    case OperandKind::KvCache:
-      group = a.index; // own allocations or layers
+      group = a.index; // an array each
       break;
     case OperandKind::Output:
       break;
     }
-    const auto key = std::make_pair(static_cast<int>(a.operand), group);
+    const auto key = std::make_pair(kind, group);
     const uint64_t base = pointer - within;
     auto [it, fresh] = rs.bases.emplace(key, base);
     EXPECT_TRUE(fresh || it->second == base)

@@ -50,6 +50,15 @@ CudaBackend::~CudaBackend() {
   if (!shared_ || !shared_->driver)
     return;
   CudaDriver &d = *shared_->driver;
+  // After a failed step, a rank's queue may hold collectives its peers
+  // never issued: abort the communicators, which ends them, rather than
+  // wait for them forever.
+  if (!shared_->failure.empty() && shared_->nccl)
+    for (auto &r : ranks_)
+      if (r->comm) {
+        shared_->nccl->ncclCommAbort(r->comm);
+        r->comm = nullptr;
+      }
   // Work still queued (a submitted step never finished) reads the memory
   // freed below: wait for it first. Graphs go before the communicators.
   for (auto &r : ranks_)

@@ -84,7 +84,10 @@ public:
   ~CudaBackend() override;
 
   /// submitStep then finishStep; refused while a submitted step is in
-  /// flight.
+  /// flight. After a driver or NCCL failure in any step, every later
+  /// runStep, submitStep and finishStep is refused with that failure:
+  /// work may be left queued on some GPUs, and the backend must be
+  /// created again.
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
 
   /// Checks `batch`, stages and uploads its inputs and enqueues its work on
@@ -117,6 +120,8 @@ private:
   /// `captureError` says why.
   Status submitRank(Rank &rank, const engine::StepBatch &batch, const StepMode &mode,
                     std::string &captureError);
+  /// finishStep's waits and copies, once `ticket` is taken off the queue.
+  Status waitForLogits(uint64_t ticket, uint64_t seqs, std::span<float> logits);
 
   const plan::LoadedPlan &plan_;
   std::unique_ptr<Shared> shared_;

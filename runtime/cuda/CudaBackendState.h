@@ -52,6 +52,25 @@ struct CudaBackend::Shared {
   };
   uint64_t nextTicket = 0;
   std::deque<InFlight> inFlight;
+
+  /// The driver or NCCL failure that stopped the backend (empty: none). A
+  /// step that fails part way leaves work queued on some ranks, among it
+  /// collectives the other ranks will never join: every later step would
+  /// pair its collectives with those, so none is run.
+  std::string failure;
+  /// success(), or the error saying the backend stopped.
+  Status usable() const {
+    if (failure.empty())
+      return Status::success();
+    return Error("the cuda backend stopped after an earlier failure (" + failure +
+                 "); create it again");
+  }
+  /// Records `status`'s failure, if any, and returns it.
+  Status stopOn(Status status) {
+    if (!status.ok() && failure.empty())
+      failure = status.message();
+    return status;
+  }
 };
 
 /// How one step runs on every rank.

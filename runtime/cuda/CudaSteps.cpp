@@ -65,6 +65,7 @@ Status CudaBackend::checkBatch(const engine::StepBatch &batch) const {
 }
 
 Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
+  VOLT_RETURN_IF_ERROR(shared_->usable());
   if (!shared_->inFlight.empty())
     return Error("a step submitted with submitStep is still in flight; finish it first");
   if (batch.numSeqs >= 1 && logits.size() != static_cast<size_t>(batch.numSeqs) * shared_->vocab)
@@ -76,6 +77,7 @@ Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> log
 
 Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
   Shared &shared = *shared_;
+  VOLT_RETURN_IF_ERROR(shared.usable());
   if (shared.inFlight.size() >= kStagingSlots)
     return Error(std::to_string(kStagingSlots) +
                  " steps are in flight; finish the oldest before submitting another");
@@ -136,7 +138,7 @@ Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
   }
   for (Status &s : results)
     if (!s.ok())
-      return s.error();
+      return shared.stopOn(s).error();
   const bool graphRan = mode.kind == StepMode::Replay ||
                         (mode.kind == StepMode::Capture &&
                          shared.bucketStates[mode.bucketIndex] == BucketState::Captured);
@@ -221,6 +223,7 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const S
 
 Status CudaBackend::finishStep(uint64_t ticket, std::span<float> logits) {
   Shared &shared = *shared_;
+  VOLT_RETURN_IF_ERROR(shared.usable());
   if (shared.inFlight.empty() || shared.inFlight.front().ticket != ticket)
     return Error("step " + std::to_string(ticket) + " is not the oldest step in flight" +
                  (shared.inFlight.empty()
@@ -231,6 +234,11 @@ Status CudaBackend::finishStep(uint64_t ticket, std::span<float> logits) {
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
                  std::to_string(seqs) + " sequences x " + std::to_string(shared.vocab));
   shared.inFlight.pop_front();
+  return shared.stopOn(waitForLogits(ticket, seqs, logits));
+}
+
+Status CudaBackend::waitForLogits(uint64_t ticket, uint64_t seqs, std::span<float> logits) {
+  Shared &shared = *shared_;
   CudaDriver &d = *shared.driver;
   const uint32_t slot = static_cast<uint32_t>(ticket % kStagingSlots);
   Rank &first = *ranks_.front();

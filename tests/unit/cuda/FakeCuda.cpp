@@ -241,6 +241,18 @@ struct FakeCuda::State {
     return true;
   }
 
+  /// What failCall says of `call` (logged either way).
+  int injected(FakeCall call, Stream &s) {
+    if (!gFake->failCall)
+      return 0;
+    call.capturing = s.capturing;
+    const int rc = gFake->failCall(call);
+    if (rc) {
+      call.name += " (failed)";
+      log.push_back(std::move(call));
+    }
+    return rc;
+  }
   void enqueue(Stream &s, Op op, FakeCall call) {
     op.id = nextOp++;
     call.capturing = s.capturing;
@@ -429,6 +441,12 @@ struct FakeCuda::State {
   /// Runs `s`'s queued work until `done` holds.
   CUresult drive(Stream &s, std::unique_lock<std::recursive_mutex> &lock,
                  const std::function<bool()> &done) {
+    // A faulted device runs nothing more, as a GPU whose context took a
+    // fault: its queued work is dropped.
+    if (faulted[static_cast<size_t>(s.device)]) {
+      s.queue.clear();
+      return kIllegalAddress;
+    }
     while (!done()) {
       if (s.queue.empty()) {
         fail("waiting on device " + std::to_string(s.device) + " for work never queued");
@@ -699,6 +717,8 @@ CUresult enqueueCopy(const char *name, uint64_t dst, int dstSide, uint64_t src, 
     return kIllegalAddress;
   FakeCall call = callNamed(name);
   call.count = bytes;
+  if (int failed = s.injected(call, *target))
+    return failed;
   s.enqueue(*target, std::move(op), std::move(call));
   return kSuccess;
 }
@@ -891,6 +911,8 @@ CUresult fakeLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigne
   call.grid = op.launch.grid;
   call.block = op.launch.block;
   call.params = op.launch.params;
+  if (int failed = s.injected(call, *target))
+    return failed;
   s.enqueue(*target, std::move(op), std::move(call));
   return kSuccess;
 }
@@ -987,6 +1009,11 @@ CUresult fakeEventSynchronize(CUevent event) {
   if (it == s.events.end())
     return kInvalidHandle;
   State::Event &e = *it->second;
+  if (s.faulted[static_cast<size_t>(e.device)]) {
+    if (e.stream)
+      e.stream->queue.clear();
+    return kIllegalAddress;
+  }
   if (!e.pending)
     return kSuccess;
   return s.drive(*e.stream, lock, [&] { return !e.pending; });
@@ -1048,7 +1075,8 @@ CUresult fakeStreamEndCapture(CUstream stream, CUgraph *graph) {
   target.capturedCalls.clear();
   if (target.invalidated)
     return kCaptureInvalidated;
-  if (gFake->endCaptureResult != kSuccess)
+  if (gFake->endCaptureResult != kSuccess &&
+      (gFake->endCaptureDevice < 0 || gFake->endCaptureDevice == target.device))
     return gFake->endCaptureResult;
   auto g = std::make_unique<State::Graph>();
   g->device = target.device;
@@ -1085,6 +1113,8 @@ CUresult fakeGraphLaunch(CUgraphExec exec, CUstream stream) {
     return rc;
   if (target->capturing || it->second->device != target->device)
     return kInvalidValue;
+  if (int failed = s.injected(callNamed("cuGraphLaunch"), *target))
+    return failed;
   s.log.push_back(callNamed("cuGraphLaunch"));
   for (const State::Op &node : it->second->nodes) {
     State::Op op = node;
@@ -1144,6 +1174,23 @@ NcclResult ncclDestroy(NcclComm comm) {
   st().log.push_back(callNamed("ncclCommDestroy"));
   return st().comms.erase(reinterpret_cast<State::Comm *>(comm)) ? 0 : kNcclInvalidArgument;
 }
+NcclResult ncclAbort(NcclComm handle) {
+  State &s = st();
+  Lock lock(s.mutex);
+  s.log.push_back(callNamed("ncclCommAbort"));
+  auto it = s.comms.find(reinterpret_cast<State::Comm *>(handle));
+  if (it == s.comms.end())
+    return kNcclInvalidArgument;
+  // Its queued collectives end without running.
+  for (auto &[key, stream] : s.streams)
+    std::erase_if(stream->queue, [&](const State::Op &op) {
+      return (op.kind == State::Op::AllReduce || op.kind == State::Op::AllGather) &&
+             op.clique == it->second->clique && op.rank == it->second->rank;
+    });
+  s.comms.erase(it);
+  s.changed.notify_all();
+  return 0;
+}
 NcclResult enqueueCollective(const char *name, State::Op::Kind kind, const void *send, void *recv,
                              size_t count, int type, NcclComm handle, CUstream stream) {
   State &s = st();
@@ -1171,6 +1218,8 @@ NcclResult enqueueCollective(const char *name, State::Op::Kind kind, const void 
   op.ranks = comm.ranks;
   FakeCall call = callNamed(name);
   call.count = count;
+  if (int failed = s.injected(call, *sit->second))
+    return failed;
   s.enqueue(*sit->second, std::move(op), std::move(call));
   return 0;
 }
@@ -1272,11 +1321,17 @@ std::shared_ptr<Nccl> FakeCuda::nccl() {
   n->ncclGetErrorString = ncclError;
   n->ncclCommInitAll = ncclInitAll;
   n->ncclCommDestroy = ncclDestroy;
+  n->ncclCommAbort = ncclAbort;
   n->ncclAllReduce = ncclReduce;
   n->ncclAllGather = ncclGather;
   n->ncclGroupStart = ncclGroupBegin;
   n->ncclGroupEnd = ncclGroupFinish;
   return n;
+}
+
+void FakeCuda::fault(int device) {
+  Lock lock(state->mutex);
+  state->faulted.at(static_cast<size_t>(device)) = true;
 }
 
 std::vector<FakeCall> FakeCuda::calls() const {

@@ -105,9 +105,19 @@ public:
   /// What cuStreamEndCapture returns (0: success); a failure ends the
   /// capture without a graph.
   CUresult endCaptureResult = 0;
+  /// The device whose captures end with endCaptureResult (-1: every one).
+  int endCaptureDevice = -1;
+  /// Asked before each kernel launch, graph launch, asynchronous copy and
+  /// collective is queued: a non-zero result fails that call (a CUresult,
+  /// or an NCCL result for collectives) and nothing is queued.
+  std::function<int(const FakeCall &)> failCall;
   /// Emulates kernels: called as each launch runs, with the fake's lock
   /// held (deviceBytes may be called from it).
   std::function<void(const FakeLaunch &)> onLaunch;
+
+  /// Puts `device` in the error state a kernel fault leaves a GPU in:
+  /// every later wait on it returns CUDA_ERROR_ILLEGAL_ADDRESS.
+  void fault(int device);
 
   // What happened.
   std::vector<FakeCall> calls() const;

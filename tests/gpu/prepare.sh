@@ -11,15 +11,19 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
 out=${2:-$build/gpu-bundle}
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/kernels" "$out/plans"
+mkdir -p "$out/bin" "$out/lib" "$out/lib-fallback" "$out/kernels" "$out/plans"
 
 cmake --build "$build" --target gpu_kernels_test gpu_e2e_test gpu_bench voltc volt-mkmodel -j2
 cp "$build/bin/gpu_kernels_test" "$build/bin/gpu_e2e_test" "$build/bin/gpu_bench" "$out/bin/"
-# Libraries beside the programs, except the C library itself (the GPU
-# machine's must be glibc 2.34 or newer).
+# Libraries the GPU machine may lack, except the C library itself, in lib/.
+# The C++ runtime goes to lib-fallback/ instead, which run.sh uses only when
+# the programs do not start with the machine's own: this machine's
+# libstdc++ needs glibc 2.36, newer than some GPU machines have, and the
+# programs themselves need only glibc 2.34 and GLIBCXX_3.4.30.
 for lib in $(ldd "$out"/bin/* | awk '/=> \// {print $3}' | sort -u); do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*) ;;
+    libstdc++*|libgcc_s*) cp -L "$lib" "$out/lib-fallback/" ;;
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done

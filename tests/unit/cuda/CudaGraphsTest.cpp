@@ -98,6 +98,34 @@ TEST(CudaGraphs, DecodeStepsCaptureEachBucketOnceThenReplay) {
   EXPECT_EQ(h.fake.liveObjects(), 0) << h.fake.describeLive();
 }
 
+TEST(CudaGraphs, PaddingNeverChangesAKernelVariant) {
+  // max_num_seqs 64: the GEMM ops switch variant above 8 and above 39
+  // tokens, so the buckets hold 8 and 39 as well as the powers of two.
+  Harness h(1, 64);
+  ASSERT_TRUE(h.create()) << h.error;
+  ASSERT_EQ(h.backend->decodeBuckets(), (std::vector<uint32_t>{1, 2, 4, 8, 16, 32, 39, 64}));
+  const auto &ops = *h.plan->plan().ranks()->Get(0)->ops();
+  for (int seqs : {5, 8, 9, 17, 33, 39, 40, 64, 33}) {
+    SCOPED_TRACE(std::to_string(seqs) + " sequences");
+    h.emulator->launched.clear();
+    h.runAndCheck(h.decode(seqs));
+    ASSERT_EQ(h.emulator->launched.size(), h.emulator->launchesPerStep(0));
+    for (const SeenLaunch &l : h.emulator->launched) {
+      const plan::Op *op = ops.Get(static_cast<flatbuffers::uoffset_t>(l.op));
+      // The variant an unpadded step of `seqs` tokens selects.
+      uint32_t expected = 0;
+      for (const plan::Launch *launch : *op->launches())
+        if (launch->max_tokens() >= static_cast<uint32_t>(seqs)) {
+          expected = launch->kernel();
+          break;
+        }
+      EXPECT_EQ(l.kernel, expected) << op->name()->str();
+    }
+  }
+  EXPECT_EQ(h.backend->graphStats().captures, 5u); // 8, 16, 32, 39, 64
+  EXPECT_EQ(h.backend->graphStats().graphSteps, 9u);
+}
+
 TEST(CudaGraphs, PrefillAndMixedStepsRunDirect) {
   Harness h;
   ASSERT_TRUE(h.create()) << h.error;

@@ -84,6 +84,9 @@ struct FakeCuda::State {
   struct Function {
     Module *module = nullptr;
     std::string name;
+    /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: above 48 KiB only
+    /// once opted in.
+    int maxDynamicShared = 48 << 10;
   };
   struct Module {
     int device = 0, ordinal = 0;
@@ -862,11 +865,16 @@ CUresult fakeModuleGetFunction(CUfunction *function, CUmodule module, const char
   *function = reinterpret_cast<CUfunction>(f.get());
   return kSuccess;
 }
-CUresult fakeFuncSetAttribute(CUfunction function, int, int) {
+CUresult fakeFuncSetAttribute(CUfunction function, int attribute, int value) {
   Lock lock(st().mutex);
   st().log.push_back(callNamed("cuFuncSetAttribute"));
-  return st().functions.count(reinterpret_cast<State::Function *>(function)) ? kSuccess
-                                                                             : kInvalidHandle;
+  auto *f = reinterpret_cast<State::Function *>(function);
+  if (!st().functions.count(f))
+    return kInvalidHandle;
+  if (attribute != kFuncAttrMaxDynamicSharedSizeBytes || value < 0 || value > (96 << 10))
+    return kInvalidValue;
+  f->maxDynamicShared = value;
+  return kSuccess;
 }
 CUresult fakeLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned shared, CUstream stream,
@@ -895,8 +903,14 @@ CUresult fakeLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigne
       return kInvalidValue;
   }
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024 ||
-      shared > (96u << 10) || (size && !buffer))
+      (size && !buffer))
     return kInvalidValue;
+  if (shared > static_cast<unsigned>(f->maxDynamicShared)) {
+    s.fail("launching " + f->name + " with " + std::to_string(shared) +
+           " bytes of dynamic shared memory, above its limit of " +
+           std::to_string(f->maxDynamicShared) + " (cuFuncSetAttribute)");
+    return kInvalidValue;
+  }
   State::Op op;
   op.kind = State::Op::Launch;
   op.launch.device = target->device;

@@ -22,12 +22,12 @@
 
 namespace volt::cuda::testing {
 
-/// A plan compiled for v100-pcie-16gb: max_num_seqs 8, 64 batched tokens.
-inline std::filesystem::path gpuPlan(int tensorParallelSize = 1) {
+/// A plan compiled for v100-pcie-16gb (64 batched tokens).
+inline std::filesystem::path gpuPlan(int tensorParallelSize = 1, int maxNumSeqs = 8) {
   volt::testing::PlanRequest r;
   r.target = "v100-pcie-16gb";
   r.tensorParallelSize = tensorParallelSize;
-  r.maxNumSeqs = 8;
+  r.maxNumSeqs = maxNumSeqs;
   r.maxNumBatchedTokens = 64;
   r.extra = "gpu_memory_utilization: 0.1\n";
   return volt::testing::compilePlan(r);
@@ -76,8 +76,8 @@ struct Step {
 /// A backend on a fake: declared in the order that tears the backend down
 /// before the fake checks for leaks.
 struct Harness {
-  explicit Harness(int tensorParallelSize = 1) : fake(tensorParallelSize) {
-    auto loaded = plan::LoadedPlan::load(gpuPlan(tensorParallelSize));
+  explicit Harness(int tensorParallelSize = 1, int maxNumSeqs = 8) : fake(tensorParallelSize) {
+    auto loaded = plan::LoadedPlan::load(gpuPlan(tensorParallelSize, maxNumSeqs));
     EXPECT_TRUE(loaded.ok()) << loaded.message();
     if (loaded.ok())
       plan = std::move(*loaded);
@@ -115,7 +115,7 @@ struct Harness {
     Step s;
     s.width = width();
     for (int i = 0; i < seqs; ++i)
-      s.add({static_cast<int32_t>((37 * i + 11 * salt + 5) % vocab())}, 3 + i, 1 + i);
+      s.add({static_cast<int32_t>((37 * i + 11 * salt + 5) % vocab())}, 3 + i % 13, 1 + i);
     return s;
   }
   /// Runs `step` and checks its logits against the emulation.

@@ -140,6 +140,7 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
                       << " (module " << launch.module << ") runs where op " << index << " '"
                       << describe(*op) << "' comes next";
   rs.nextOp = index + 1;
+  launched.push_back({launch.device, index, chosen->kernel()});
   const std::string name = describe(*op);
   EXPECT_EQ(launch.kernel, p.kernels()->Get(chosen->kernel())->name()->str()) << name;
 

@@ -41,6 +41,13 @@ struct SeenAttention {
   std::vector<int32_t> positions, slots, seqStarts, contextLens, blockTables;
 };
 
+/// A launch as it ran: the op it served and the plan kernel it used.
+struct SeenLaunch {
+  int device = 0;
+  size_t op = 0;
+  uint32_t kernel = 0;
+};
+
 class PlanEmulator {
 public:
   /// Rank r runs on device r.
@@ -59,6 +66,7 @@ public:
   std::vector<uint64_t> allReduceCounts(uint32_t rank, uint64_t tokens, uint64_t seqs) const;
 
   std::vector<SeenAttention> attention;
+  std::vector<SeenLaunch> launched;
   /// LM-head launches emulated, all ranks.
   size_t lmHeadLaunches = 0;
 

@@ -71,10 +71,24 @@ AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, int64_t 
   AttentionSplit s;
   if (splitKTokens <= 0 || maxContext <= splitKTokens)
     return s;
-  s.splitTokens = std::max(splitKTokens, (maxContext + kMaxAttentionSplits - 1) / kMaxAttentionSplits);
+  s.splitTokens =
+      std::max(splitKTokens, (maxContext + kMaxAttentionSplits - 1) / kMaxAttentionSplits);
   s.maxSplits = (maxContext + s.splitTokens - 1) / s.splitTokens;
   // Fewer than 2 maxSplits records (templates/paged_attention.cu).
   s.workspaceBytes = static_cast<uint64_t>(2 * s.maxSplits * heads * (headDim + 2)) * 4;
+  return s;
+}
+
+TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int64_t headDim) {
+  TiledAttentionShape s;
+  s.queryTile = std::clamp<int64_t>(queryTile / 16 * 16, 16, 128);
+  s.keyTile = std::clamp<int64_t>(keyTile / 16 * 16, 16, 128);
+  // Q, K (or P, which shares its buffer) and V^T, rows padded by 8 halves
+  // (templates/paged_attention_tiled.cu).
+  const int64_t q = s.queryTile * (headDim + 8);
+  const int64_t k = std::max(s.keyTile * (headDim + 8), s.queryTile * (s.keyTile + 8));
+  const int64_t vt = headDim * (s.keyTile + 8);
+  s.sharedBytes = static_cast<uint64_t>(2 * (q + k + vt));
   return s;
 }
 
@@ -180,12 +194,10 @@ Result<PlannedLaunch> qkNormRope(Context &c, const Variant &v) {
   return l;
 }
 
-Result<PlannedLaunch> attention(Context &c, const Variant &v) {
+/// The checks both attention templates share.
+Status attentionShape(Context &c) {
   const OpParamValues &p = c.op.params;
   const ProgramInfo &g = c.program;
-  if (p.headDim <= 0 || p.headDim % 2 != 0 || p.headDim > 256)
-    return c.error("head_dim " + std::to_string(p.headDim) +
-                   ": paged_attention serves even sizes up to 256");
   if (p.numKvHeads <= 0 || p.numHeads % p.numKvHeads != 0)
     return c.error(std::to_string(p.numHeads) + " query heads over " +
                    std::to_string(p.numKvHeads) + " kv heads");
@@ -193,6 +205,30 @@ Result<PlannedLaunch> attention(Context &c, const Variant &v) {
       g.headDim != static_cast<uint32_t>(p.headDim) || g.kvBlockSize == 0)
     return c.error("the KV cache geometry (" + std::to_string(g.kvHeads) + " heads of " +
                    std::to_string(g.headDim) + ") does not match the op's");
+  return Status::success();
+}
+
+/// The arguments both attention templates start with: qkv, K and V of the
+/// layer, slot mapping, sequence starts, context lengths, block tables, out.
+std::vector<LaunchArg> attentionArgs(Context &c) {
+  const OperandInfo &kv = c.at(1);
+  return {LaunchArg::pointer(c.at(0)),
+          LaunchArg::pointer(kv, 0),
+          LaunchArg::pointer(kv, c.program.kvLayerBytes()),
+          LaunchArg::pointer(c.at(2)),
+          LaunchArg::pointer(c.at(3)),
+          LaunchArg::pointer(c.at(4)),
+          LaunchArg::pointer(c.at(5)),
+          LaunchArg::pointer(c.at(6))};
+}
+
+Result<PlannedLaunch> attention(Context &c, const Variant &v) {
+  const OpParamValues &p = c.op.params;
+  const ProgramInfo &g = c.program;
+  if (p.headDim <= 0 || p.headDim % 2 != 0 || p.headDim > 256)
+    return c.error("head_dim " + std::to_string(p.headDim) +
+                   ": paged_attention serves even sizes up to 256");
+  VOLT_RETURN_IF_ERROR(attentionShape(c));
   KernelRequest r{"paged_attention", {}, 128, 0};
   r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
@@ -212,19 +248,52 @@ Result<PlannedLaunch> attention(Context &c, const Variant &v) {
   // One block per token, then the pool of split chunks.
   l.grid[0] = {1, 0, static_cast<uint32_t>(split.maxSplits), 1};
   l.grid[1] = {0, 0, static_cast<uint32_t>(p.numKvHeads), 1};
-  const OperandInfo &kv = c.at(1);
-  l.args = {LaunchArg::pointer(c.at(0)),
-            LaunchArg::pointer(kv, 0),
-            LaunchArg::pointer(kv, g.kvLayerBytes()),
-            LaunchArg::pointer(c.at(2)),
-            LaunchArg::pointer(c.at(3)),
-            LaunchArg::pointer(c.at(4)),
-            LaunchArg::pointer(c.at(5)),
-            LaunchArg::pointer(c.at(6)),
-            // Without split the kernel never reads it; the output stands in.
-            split.maxSplits > 0 ? LaunchArg::workspace(0) : LaunchArg::pointer(c.at(6)),
-            LaunchArg::tokenCount(),
-            LaunchArg::seqCount()};
+  l.args = attentionArgs(c);
+  // Without split the kernel never reads it; the output stands in.
+  l.args.push_back(split.maxSplits > 0 ? LaunchArg::workspace(0) : LaunchArg::pointer(c.at(6)));
+  l.args.push_back(LaunchArg::tokenCount());
+  l.args.push_back(LaunchArg::seqCount());
+  return l;
+}
+
+Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
+  const OpParamValues &p = c.op.params;
+  const ProgramInfo &g = c.program;
+  if (p.headDim <= 0 || p.headDim % 16 != 0 || p.headDim > kTiledAttentionMaxHeadDim)
+    return c.error("head_dim " + std::to_string(p.headDim) +
+                   ": paged_attention_tiled serves multiples of 16 up to " +
+                   std::to_string(kTiledAttentionMaxHeadDim));
+  VOLT_RETURN_IF_ERROR(attentionShape(c));
+  auto config = [&](const char *name, int64_t fallback) {
+    auto it = v.config.find(name);
+    return it == v.config.end() ? fallback : it->second;
+  };
+  const TiledAttentionShape shape =
+      tiledAttentionShape(config("query_tile", 64), config("key_tile", 32), p.headDim);
+  const int64_t group = p.numHeads / p.numKvHeads;
+  if (group > shape.queryTile)
+    return c.error("groups of " + std::to_string(group) + " query heads: paged_attention_tiled " +
+                   "serves at most query_tile = " + std::to_string(shape.queryTile));
+  if (shape.sharedBytes > static_cast<uint64_t>(c.target.sharedMemoryPerBlockOptinBytes))
+    return c.error("paged_attention_tiled needs " + std::to_string(shape.sharedBytes) +
+                   " bytes of shared memory; the SKU allows " +
+                   std::to_string(c.target.sharedMemoryPerBlockOptinBytes));
+  KernelRequest r{"paged_attention_tiled",
+                  {},
+                  static_cast<uint32_t>(shape.queryTile * 2),
+                  static_cast<uint32_t>(shape.sharedBytes)};
+  r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
+  r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
+  r.set("query_tile", shape.queryTile).set("key_tile", shape.keyTile);
+  PlannedLaunch l = launch(c, v, r);
+  // A sequence of n new tokens has ceil(n / tt) tiles: at most (T + (tt -
+  // 1) S) / tt in all.
+  const uint32_t tileTokens = static_cast<uint32_t>(shape.queryTile / group);
+  l.grid[0] = {1, tileTokens - 1, 0, tileTokens};
+  l.grid[1] = {0, 0, static_cast<uint32_t>(p.numKvHeads), 1};
+  l.args = attentionArgs(c);
+  l.args.push_back(LaunchArg::tokenCount());
+  l.args.push_back(LaunchArg::seqCount());
   return l;
 }
 
@@ -568,7 +637,7 @@ planLaunches(const OpInfo &op, const std::vector<Variant> &variants, const Progr
     else if (op.kind == "QkNormRope")
       l = qkNormRope(c, v);
     else if (op.kind == "Attention")
-      l = attention(c, v);
+      l = v.kernel == "paged_attention_tiled" ? tiledAttention(c, v) : attention(c, v);
     else if (op.kind == "SiluMul")
       l = siluMul(c, v);
     else if (op.kind == "MoeRouter")

@@ -182,6 +182,20 @@ constexpr int64_t kMaxAttentionSplits = 256;
 AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, int64_t heads,
                               int64_t headDim);
 
+/// The largest head_dim the tensor-core attention serves: each thread keeps
+/// head_dim / 2 FP32 accumulators of O.
+constexpr int64_t kTiledAttentionMaxHeadDim = 128;
+
+/// The tile of templates/paged_attention_tiled.cu: `queryTile` query rows
+/// ((token, query head) pairs of one kv head) against `keyTile` keys at a
+/// time, both rounded down to multiples of 16 (16..128), and the dynamic
+/// shared memory a block needs.
+struct TiledAttentionShape {
+  int64_t queryTile = 0, keyTile = 0;
+  uint64_t sharedBytes = 0;
+};
+TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int64_t headDim);
+
 /// Where the block scales of an NVFP4 weight entry start in its pack entry
 /// (compiler/pack: the packed elements, aligned to 256 bytes).
 uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape);

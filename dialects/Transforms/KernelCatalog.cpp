@@ -3,6 +3,7 @@
 
 #include "dialects/Volt/VoltOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <algorithm>
@@ -87,6 +88,37 @@ SmallVector<Variant> gemmVariants(const TargetInfo &t, StringRef gemv, StringRef
   };
 }
 
+/// Steps of at most max_num_seqs tokens (every decode step, and small
+/// mixed steps) run paged_attention, one block per (token, kv head) on CUDA
+/// cores, splitting each long decode context across blocks (split-K) so
+/// that few sequences still fill the SMs. Larger steps carry prefill
+/// chunks, whose tokens read the same keys: paged_attention_tiled runs
+/// them on tensor cores, 64 query rows ((token, query head) pairs of one
+/// kv head) against 32 keys at a time (36 KiB of shared memory at head_dim
+/// 128: two blocks per SM, where 64 keys would allow one). Heads it cannot
+/// serve keep paged_attention at every size.
+SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a) {
+  constexpr int64_t kQueryTile = 64, kKeyTile = 32, kMaxTiledHeadDim = 128;
+  const int64_t headDim = a.getHeadDim();
+  const int64_t group = a.getNumKvHeads() > 0 ? a.getNumHeads() / a.getNumKvHeads() : 0;
+  const bool tiled =
+      headDim % 16 == 0 && headDim <= kMaxTiledHeadDim && group >= 1 && group <= kQueryTile;
+  // Decode steps never exceed max_num_seqs (256 unless the deployment says).
+  int64_t decodeTokens = 256;
+  if (auto module = a->getParentOfType<ModuleOp>())
+    if (auto deployment = module->getAttrOfType<DictionaryAttr>("volt.deployment"))
+      if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"); seqs && seqs.getInt() > 0)
+        decodeTokens = seqs.getInt();
+  SmallVector<Variant> v = {{tiled ? decodeTokens : kAnyTokens,
+                             "paged_attention",
+                             {{"head_dim", headDim}, {"split_k_tokens", 512}}}};
+  if (tiled)
+    v.push_back({kAnyTokens,
+                 "paged_attention_tiled",
+                 {{"head_dim", headDim}, {"query_tile", kQueryTile}, {"key_tile", kKeyTile}}});
+  return v;
+}
+
 int64_t lastDim(Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); }
 
 } // namespace
@@ -109,16 +141,7 @@ ArrayAttr select(Builder &b, Operation *op, const TargetInfo &t) {
           .Case<MoeExpertsOp>([&](MoeExpertsOp m) {
             return gemmVariants(t, "dense_moe_gemv", "dense_moe_gemm", lastDim(m.getResult()));
           })
-          .Case<AttentionOp>([&](AttentionOp a) {
-            // Decode-only steps split each sequence's context across blocks
-            // (split-K) so that few sequences still fill the SMs; prefill
-            // tiles 64 queries against 64 keys on tensor cores.
-            SmallVector<Variant> v = {
-                {kAnyTokens, "paged_attention",
-                 {{"head_dim", a.getHeadDim()}, {"query_tile", 64}, {"key_tile", 64},
-                  {"split_k_tokens", 512}}}};
-            return v;
-          })
+          .Case<AttentionOp>([&](AttentionOp a) { return attentionVariants(a); })
           .Case<AllReduceOp, AllGatherOp>([&](Operation *) {
             SmallVector<Variant> v = {{kAnyTokens, "nccl", {}}};
             return v;

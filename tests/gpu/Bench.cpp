@@ -1,6 +1,6 @@
-//===- Bench.cpp - time of every GEMM-family kernel on the GPU -------------===//
+//===- Bench.cpp - time of every GEMM-family and attention kernel on the GPU ===//
 //
-// For the linears of Qwen3-30B-A3B and a dense 32B model (GpuCases.h):
+// For the linears and attention of Qwen3-30B-A3B and a dense 32B model (GpuCases.h):
 // decode (1 and 8 tokens) and prefill (512 tokens) times, measured with
 // CUDA events over repeated launches, as
 //   - effective bandwidth: bytes the kernel must move (weights it reads —
@@ -10,6 +10,11 @@
 //     bytes read + written);
 //   - for prefill, TFLOP/s (2 T N K / time) and the fraction of
 //     --peak-tflops when given.
+// and for attention: decode at long context (1, 8 and 16 sequences of
+// 4,000 positions) as GB/s of K and V read against the copy bandwidth, and
+// prefill (one chunk of 512 and of 2,048 tokens from position 0, causal) as
+// TFLOP/s (4 d sum of contexts per query head) and the fraction of
+// --peak-tflops.
 // Prints a Markdown table for docs/perf/kernels.md. Not a test: it asserts
 // nothing.
 //
@@ -38,6 +43,97 @@ uint64_t weightBytes(const OperandInfo &w, uint64_t expertsUsed) {
   if (w.shape.size() == 3)
     bytes = bytes / static_cast<uint64_t>(w.shape[0]) * expertsUsed;
   return bytes;
+}
+
+struct AttentionRun {
+  const char *what;
+  /// New tokens per sequence and each sequence's context after the step.
+  int fresh, context, seqs;
+};
+
+/// Times the attention launch that serves each run; prints table rows.
+void benchAttention(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &launches,
+                    const KernelRegistry &registry, double copyGbps, double peakTflops,
+                    int repeats) {
+  const codegen::OpInfo &op = c.op.op;
+  const codegen::ProgramInfo &program = c.program;
+  const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
+  const int64_t blockSize = program.kvBlockSize, maxBlocks = program.maxBlocksPerSeq;
+  for (const AttentionRun &r :
+       {AttentionRun{"decode", 1, 4000, 1}, AttentionRun{"decode", 1, 4000, 8},
+        AttentionRun{"decode", 1, 4000, 16}, AttentionRun{"prefill", 512, 512, 1},
+        AttentionRun{"prefill", 2048, 2048, 1}}) {
+    const int tokens = r.fresh * r.seqs, seqs = r.seqs;
+    const int64_t blocksPerSeq = (r.context + blockSize - 1) / blockSize;
+    if (blocksPerSeq > maxBlocks || blocksPerSeq * seqs > program.kvBlocks)
+      continue;
+    const PlannedLaunch *launch = launchFor(launches, tokens);
+    if (!launch)
+      continue;
+    std::vector<int32_t> seqStarts = {0}, contexts,
+                         tables(static_cast<size_t>(seqs * maxBlocks), 0),
+                         slots(static_cast<size_t>(tokens));
+    for (int s = 0; s < seqs; ++s) {
+      seqStarts.push_back(seqStarts.back() + r.fresh);
+      contexts.push_back(r.context);
+      for (int64_t b = 0; b < blocksPerSeq; ++b)
+        tables[static_cast<size_t>(s * maxBlocks + b)] = static_cast<int32_t>(s * blocksPerSeq + b);
+      for (int t = 0; t < r.fresh; ++t) {
+        const int pos = r.context - r.fresh + t;
+        slots[static_cast<size_t>(s * r.fresh + t)] = static_cast<int32_t>(
+            tables[static_cast<size_t>(s * maxBlocks + pos / blockSize)] * blockSize +
+            pos % blockSize);
+      }
+    }
+    Bindings bindings;
+    auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
+      auto b = g.allocate(bytes);
+      if (!b)
+        return false;
+      if (data ? !g.upload(*b, data, bytes).ok() : !g.fill(*b, 0x11).ok())
+        return false;
+      bindings.bind(o, *b);
+      return true;
+    };
+    bool ok =
+        device(op.operands[0], static_cast<size_t>(tokens * (hq + 2 * hkv) * d * 2), nullptr) &&
+        device(op.operands[1], 2 * program.kvLayerBytes(), nullptr) &&
+        device(op.operands[2], slots.size() * 4, slots.data()) &&
+        device(op.operands[3], seqStarts.size() * 4, seqStarts.data()) &&
+        device(op.operands[4], contexts.size() * 4, contexts.data()) &&
+        device(op.operands[5], tables.size() * 4, tables.data()) &&
+        device(op.operands[6], static_cast<size_t>(tokens * hq * d * 2), nullptr);
+    if (ok && program.workspaceBytes > 0) {
+      OperandInfo workspace;
+      workspace.kind = codegen::OperandKind::Workspace;
+      ok = device(workspace, program.workspaceBytes, nullptr);
+    }
+    if (!ok) {
+      std::printf("| %s | cannot allocate |\n", op.name.c_str());
+      continue;
+    }
+    auto ms = g.time([&] { return g.run(*launch, bindings.map(), tokens, seqs); }, repeats);
+    if (!ms) {
+      std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
+      continue;
+    }
+    const double seconds = *ms * 1e-3;
+    // K and V of every position each sequence attends to, read once per kv head.
+    const double kvBytes = 2.0 * seqs * r.context * hkv * d * 2;
+    // Causal: query at position p takes 2 d (p + 1) for S and as much for P V.
+    double positions = 0;
+    for (int t = 0; t < r.fresh; ++t)
+      positions += r.context - r.fresh + t + 1;
+    const double flops = 4.0 * d * hq * positions * seqs;
+    const double gbps = kvBytes / seconds / 1e9, tflops = flops / seconds / 1e12;
+    std::printf("| %s %s (S = %d, context %d) | %s | %d | %.1f | %.0f | %.0f%% | %.2f |",
+                op.name.c_str(), r.what, seqs, r.context,
+                registry.requests()[launch->kernel].kernel.c_str(), tokens, *ms * 1e3, gbps,
+                copyGbps > 0 ? 100 * gbps / copyGbps : 0, tflops);
+    if (peakTflops > 0)
+      std::printf(" %.0f%% |", 100 * tflops / peakTflops);
+    std::printf("\n");
+  }
 }
 
 } // namespace
@@ -100,6 +196,10 @@ int main(int argc, char **argv) {
   for (size_t c = 0; c < cases.size(); ++c) {
     const codegen::OpInfo &op = cases[c].op.op;
     const bool moe = op.kind == "MoeGroupedQLinear";
+    if (op.kind == "Attention") {
+      benchAttention(g, cases[c], (*planned)[c], registry, copyGbps, peakTflops, repeats);
+      continue;
+    }
     if (op.kind != "QLinear" && op.kind != "Linear" && !moe)
       continue;
     for (int tokens : {1, 8, 512}) {

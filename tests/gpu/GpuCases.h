@@ -32,7 +32,10 @@ inline std::vector<GpuCase> gpuCases() {
     for (ModelOp &op : modelOps(model, tp)) {
       std::vector<int> tokens = {1, 8, 40, 512};
       if (op.op.kind == "Attention")
-        tokens = {1, 4, 300}; // a lone long decode, decodes split, a prefill chunk
+        // A lone long decode, decodes split, a small mixed step
+        // (paged_attention); prefill chunks mixed with decodes
+        // (paged_attention_tiled, above max_num_seqs = 256).
+        tokens = {1, 4, 100, 300, 2048};
       else if (op.op.kind == "Embedding")
         tokens = {4, 300};
       else if (op.op.name.ends_with("lm_head") || op.op.kind == "GatherRows")

@@ -9,8 +9,10 @@
 //   of each side (tensor cores add with truncation, so twice the
 //   round-to-nearest bound per side); SiluMul outputs propagate the bounds
 //   of gate and up through silu(g) u.
-// - Attention: (context + 64) 2^-22 max|v| + FP16 roundings (online softmax
-//   rescaling; GPU exp).
+// - Attention: paged_attention (context + 64) 2^-22 max|v| + FP16 roundings
+//   (online softmax rescaling; GPU exp); paged_attention_tiled adds P's FP16
+//   rounding and the tensor cores' score errors
+//   (tests/unit/codegen/AttentionBounds.h).
 // - Norms, RoPE, activations: (n + 8) 2^-22 |y| + FP16 roundings.
 // - Copies, the stable sort, the combine's fixed-order sum: bit-exact;
 //   the router's expert ids exact on inputs without near-ties.
@@ -19,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tests/gpu/GpuCases.h"
+#include "tests/unit/codegen/AttentionBounds.h"
 
 #include "runtime/cpu/Ops.h"
 #include "runtime/numerics/Half.h"
@@ -341,12 +344,13 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
 // ---- Attention -------------------------------------------------------------
 
 void checkAttention(const OpInfo &op, const codegen::ProgramInfo &program,
-                    const PlannedLaunch &launch, int tokens) {
+                    const PlannedLaunch &launch, const std::string &kernel, int tokens) {
   std::mt19937 rng(static_cast<uint32_t>(tokens));
   const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
   const int64_t blockSize = program.kvBlockSize, maxBlocks = program.maxBlocksPerSeq;
-  // Decode: every token its own sequence with a long context; prefill: one
-  // chunk after 700 cached positions.
+  // Decode: every token its own sequence with a long context. Larger
+  // steps mix two decodes, a 65-token chunk from position 0 and the rest
+  // of the tokens in one chunk after 700 cached positions.
   std::vector<int32_t> seqStarts = {0}, contextLens;
   if (tokens <= 8) {
     for (int t = 0; t < tokens; ++t) {
@@ -354,8 +358,12 @@ void checkAttention(const OpInfo &op, const codegen::ProgramInfo &program,
       contextLens.push_back(1000 + 997 * t);
     }
   } else {
-    seqStarts.push_back(tokens);
-    contextLens.push_back(700 + tokens);
+    const int chunk = tokens - 2 - 65;
+    for (auto [fresh, context] : {std::pair{1, 3001}, std::pair{65, 65},
+                                  std::pair{chunk, 700 + chunk}, std::pair{1, 1000}}) {
+      seqStarts.push_back(seqStarts.back() + fresh);
+      contextLens.push_back(context);
+    }
   }
   const int seqs = static_cast<int>(contextLens.size());
   std::vector<int32_t> blocks(static_cast<size_t>(program.kvBlocks));
@@ -410,15 +418,36 @@ void checkAttention(const OpInfo &op, const codegen::ProgramInfo &program,
   ASSERT_TRUE(ran.ok()) << ran.message();
   EXPECT_TRUE(get<uint16_t>(*kv, cache.size()) == cpuCache) << "KV cache slots";
   auto got = get<uint16_t>(*out, reference.size());
-  double maxV = 0;
+  const bool tiled = kernel == "paged_attention_tiled";
+  double maxV = 0, maxK = 0;
   for (uint16_t v : cache)
     maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
-  const double bound = (contextLens.back() + 64) * std::ldexp(1.0, -22) * maxV;
+  for (uint16_t v : qkv)
+    maxV = std::max(maxV, std::fabs(static_cast<double>(halfToFloat(v))));
+  for (size_t at = 0; at < layer; at += static_cast<size_t>(d))
+    maxK = std::max(maxK, codegen::testing::halfNorm(cache.data() + at, d));
+  const int64_t row = (hq + 2 * hkv) * d;
+  for (int t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < hkv; ++h)
+      maxK = std::max(maxK, codegen::testing::halfNorm(qkv.data() + t * row + (hq + h) * d, d));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!halfClose(got[i], reference[i], bound) && bad++ < 5)
-      ADD_FAILURE() << op.name << " T=" << tokens << " [" << i << "]: gpu " << halfToFloat(got[i])
-                    << ", cpu " << halfToFloat(reference[i]);
+  for (int s = 0; s < seqs; ++s)
+    for (int t = seqStarts[static_cast<size_t>(s)]; t < seqStarts[static_cast<size_t>(s) + 1]; ++t)
+      for (int64_t h = 0; h < hq; ++h) {
+        const int64_t n =
+            contextLens[static_cast<size_t>(s)] - (seqStarts[static_cast<size_t>(s) + 1] - t) + 1;
+        const double a = codegen::testing::halfNorm(qkv.data() + t * row + h * d, d) * maxK * scale;
+        const double bound = tiled ? codegen::testing::tiledAttentionBound(n, d, a, maxV)
+                                   : codegen::testing::pagedAttentionBound(n, maxV);
+        for (int64_t e = 0; e < d; ++e) {
+          const size_t i = static_cast<size_t>((t * hq + h) * d + e);
+          if (!halfClose(got[i], reference[i], bound) && bad++ < 5)
+            ADD_FAILURE() << op.name << " T=" << tokens << " token " << t << " head " << h << " ["
+                          << e << "]: gpu " << halfToFloat(got[i]) << ", cpu "
+                          << halfToFloat(reference[i]);
+        }
+      }
   EXPECT_EQ(bad, 0);
 }
 
@@ -625,7 +654,8 @@ TEST_P(GpuKernels, MatchesTheCpuBackend) {
     else if (kind == "MoeGroupedQLinear")
       checkMoeLinear(c.op.op, *launch, tokens);
     else if (kind == "Attention")
-      checkAttention(c.op.op, c.program, *launch, tokens);
+      checkAttention(c.op.op, c.program, *launch, registry.requests()[launch->kernel].kernel,
+                     tokens);
     else
       checkSmallOp(c.op.op, *launch, tokens);
   }

@@ -102,8 +102,9 @@ TEST(Launches, AttentionPassesBothHalvesOfTheLayersCache) {
   ProgramInfo program = programFor(qwen3MoeShape(), 2);
   auto l = planLaunches(attention.op, attention.variants, program, TargetInfo{}, registry);
   ASSERT_TRUE(l.ok()) << l.message();
-  ASSERT_EQ(l->size(), 1u);
+  ASSERT_EQ(l->size(), 2u);
   const PlannedLaunch &a = (*l)[0];
+  EXPECT_EQ(a.maxTokens, 256u);
   // Contexts up to 256 blocks of 16 in chunks of at least 512: one block per
   // token and a pool of 8 chunk blocks, per kv head.
   EXPECT_EQ(a.grid[0].at(37, 3), 37u + 8u);
@@ -118,6 +119,35 @@ TEST(Launches, AttentionPassesBothHalvesOfTheLayersCache) {
   const KernelRequest &r = registry.requests()[a.kernel];
   EXPECT_EQ(r.get("split_k_tokens"), 512);
   EXPECT_EQ(r.get("max_splits"), 8);
+
+  // Above max_num_seqs: 64 query rows (4 warps), 8 tokens x the group of
+  // 8 (16 / 2 heads): ceil((T + 7 S) / 8) blocks per kv head.
+  const PlannedLaunch &t = (*l)[1];
+  const KernelRequest &tiled = registry.requests()[t.kernel];
+  EXPECT_EQ(tiled.kernel, "paged_attention_tiled");
+  EXPECT_EQ(t.maxTokens, 1u << 30);
+  EXPECT_EQ(t.block[0], 128u);
+  EXPECT_EQ(tiled.get("query_tile"), 64);
+  EXPECT_EQ(tiled.get("key_tile"), 32);
+  // Q 64 x 136, K 32 x 136 (P 64 x 40 shares it), V^T 128 x 40 halves.
+  EXPECT_EQ(t.sharedBytes, 2u * (64 * 136 + 32 * 136 + 128 * 40));
+  EXPECT_EQ(t.grid[0].at(300, 3), (300u + 7 * 3 + 7) / 8);
+  EXPECT_EQ(t.grid[1].at(300, 3), 2u);
+  ASSERT_EQ(t.args.size(), 10u);
+  EXPECT_EQ(t.args[2].offset, program.kvLayerBytes());
+  EXPECT_EQ(t.args[8].kind, Kind::TokenCount);
+  EXPECT_EQ(t.args[9].kind, Kind::SeqCount);
+}
+
+TEST(Launches, TiledAttentionShapeFollowsTheTile) {
+  const TiledAttentionShape a = tiledAttentionShape(64, 32, 128);
+  EXPECT_EQ(a.sharedBytes, 2u * (64 * 136 + 32 * 136 + 128 * 40));
+  // Heads of 16: P (64 x 40) is larger than K (32 x 24).
+  EXPECT_EQ(tiledAttentionShape(64, 32, 16).sharedBytes, 2u * (64 * 24 + 64 * 40 + 16 * 40));
+  // Tiles round down to multiples of 16, within 16..128.
+  EXPECT_EQ(tiledAttentionShape(70, 8, 64).queryTile, 64);
+  EXPECT_EQ(tiledAttentionShape(70, 8, 64).keyTile, 16);
+  EXPECT_EQ(tiledAttentionShape(1000, 1000, 64).queryTile, 128);
 }
 
 TEST(Launches, AttentionSplitFollowsTheLongestContext) {

@@ -42,6 +42,17 @@ inline std::vector<Variant> gemmVariants(const std::string &gemv, const std::str
 /// Split-K attention's shortest chunk, as dialects/Transforms/KernelCatalog
 /// chooses it.
 constexpr int64_t kSplitKTokens = 512;
+/// The deployment's max_num_seqs: attention steps up to it run
+/// paged_attention, larger ones paged_attention_tiled (the catalog's tile).
+constexpr int64_t kMaxNumSeqs = 256;
+
+inline std::vector<Variant> attentionVariants(int64_t headDim) {
+  return {
+      {kMaxNumSeqs, "paged_attention", {{"head_dim", headDim}, {"split_k_tokens", kSplitKTokens}}},
+      {int64_t{1} << 30,
+       "paged_attention_tiled",
+       {{"head_dim", headDim}, {"query_tile", 64}, {"key_tile", 32}}}};
+}
 
 inline std::vector<Variant> single(const std::string &kernel) {
   return {{int64_t{1} << 30, kernel, {{"threads", 256}}}};
@@ -132,7 +143,7 @@ inline std::vector<ModelOp> modelOps(const ModelShape &m, int64_t tp) {
   p.layer = 0;
   add("Attention", "attention",
       {arena(4), kvCache(0), input(2), input(3), input(4), input(5), arena(5)}, p,
-      {{int64_t{1} << 30, "paged_attention", {{"split_k_tokens", kSplitKTokens}}}});
+      attentionVariants(d));
   p = {};
   p.dim = hq * d;
   p.outFeatures = h;

@@ -22,13 +22,18 @@ TEST(Templates, EveryFileUnderTemplatesIsEmbeddedVerbatim) {
     text << in.rdbuf();
     EXPECT_EQ(text.str(), f.text) << f.path;
   }
-  for (const char *expected :
-       {"common/volt.cuh",    "common/nvfp4.cuh",  "common/gemv.cuh",   "common/gemm.cuh",
-        "nvfp4_gemv.cu",      "nvfp4_gemm.cu",     "dense_gemv.cu",     "dense_gemm.cu",
-        "nvfp4_moe_gemv.cu",  "nvfp4_moe_gemm.cu", "dense_moe_gemv.cu", "dense_moe_gemm.cu",
-        "paged_attention.cu", "embedding.cu",      "rms_norm.cu",       "add_rms_norm.cu",
-        "qk_norm_rope.cu",    "silu_mul.cu",       "moe_router.cu",     "sigmoid_gate_add.cu",
-        "gather_rows.cu",     "moe_align.cu",      "moe_combine.cu"})
+  for (const char *expected : {"common/volt.cuh",     "common/nvfp4.cuh",
+                               "common/gemv.cuh",     "common/gemm.cuh",
+                               "nvfp4_gemv.cu",       "nvfp4_gemm.cu",
+                               "dense_gemv.cu",       "dense_gemm.cu",
+                               "nvfp4_moe_gemv.cu",   "nvfp4_moe_gemm.cu",
+                               "dense_moe_gemv.cu",   "dense_moe_gemm.cu",
+                               "paged_attention.cu",  "paged_attention_tiled.cu",
+                               "embedding.cu",        "rms_norm.cu",
+                               "add_rms_norm.cu",     "qk_norm_rope.cu",
+                               "silu_mul.cu",         "moe_router.cu",
+                               "sigmoid_gate_add.cu", "gather_rows.cu",
+                               "moe_align.cu",        "moe_combine.cu"})
     EXPECT_TRUE(paths.count(expected)) << expected;
 }
 

@@ -30,6 +30,11 @@ struct Fiber {
   uint64_t waitGeneration = 0;
   dim3 index;
   unsigned linear = 0;
+  /// Warp collectives this thread has entered: each alternates between two
+  /// buffers, so that one barrier per collective suffices (a lane can only
+  /// write a buffer again after every lane has passed the next barrier,
+  /// that is, has read it).
+  unsigned exchanges = 0, mmas = 0;
 };
 
 struct MmaOperands {
@@ -42,9 +47,9 @@ struct Block {
   ucontext_t scheduler;
   Barrier block;
   std::vector<Barrier> warps;
-  std::vector<std::array<uint64_t, 32>> exchange;
+  std::vector<std::array<uint64_t, 32>> exchange[2];
   std::vector<std::array<bool, 32>> alive;
-  std::vector<std::array<MmaOperands, 32>> mma;
+  std::vector<std::array<MmaOperands, 32>> mma[2];
   std::vector<uint8_t> shared;
   const std::function<void()> *kernel = nullptr;
   unsigned current = 0;
@@ -92,14 +97,17 @@ void runBlock(Block &state, dim3 index, dim3 block) {
   blockIdx = index;
   state.block = {static_cast<int>(threads), 0, 0};
   state.warps.assign(warps, Barrier{});
-  state.exchange.assign(warps, {});
-  state.mma.assign(warps, {});
+  for (int buffer = 0; buffer < 2; ++buffer) {
+    state.exchange[buffer].assign(warps, {});
+    state.mma[buffer].assign(warps, {});
+  }
   state.alive.assign(warps, {});
   for (unsigned i = 0; i < threads; ++i) {
     Fiber &f = state.fibers[i];
     f.done = false;
     f.waiting = nullptr;
     f.linear = i;
+    f.exchanges = f.mmas = 0;
     f.index = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
     state.warps[i / 32].expected++;
     state.alive[i / 32][i % 32] = true;
@@ -176,46 +184,44 @@ unsigned lane() { return self().linear % 32; }
 
 void syncBlock() { arrive(g->block); }
 
-uint64_t exchange(uint64_t value, unsigned source) {
+/// Publishes this lane's `value` to its warp and waits for every live lane;
+/// returns the warp's values.
+const std::array<uint64_t, 32> &publish(uint64_t value) {
   Fiber &f = self();
   const unsigned w = warpOf(f), l = f.linear % 32;
-  g->exchange[w][l] = value;
+  std::array<uint64_t, 32> &values = g->exchange[f.exchanges++ & 1][w];
+  values[l] = value;
   arrive(g->warps[w]);
-  uint64_t result = g->exchange[w][source];
-  arrive(g->warps[w]);
-  return result;
+  return values;
 }
 
+uint64_t exchange(uint64_t value, unsigned source) { return publish(value)[source]; }
+
 uint32_t ballot(bool value) {
-  Fiber &f = self();
-  const unsigned w = warpOf(f), l = f.linear % 32;
-  g->exchange[w][l] = value;
-  arrive(g->warps[w]);
+  const std::array<uint64_t, 32> &values = publish(value);
+  const unsigned w = warpOf(self());
   uint32_t mask = 0;
   for (unsigned i = 0; i < 32; ++i)
-    if (g->alive[w][i] && g->exchange[w][i])
+    if (g->alive[w][i] && values[i])
       mask |= 1u << i;
-  arrive(g->warps[w]);
   return mask;
 }
 
 uint32_t match(int value) {
-  Fiber &f = self();
-  const unsigned w = warpOf(f), l = f.linear % 32;
-  g->exchange[w][l] = static_cast<uint32_t>(value);
-  arrive(g->warps[w]);
+  const std::array<uint64_t, 32> &values = publish(static_cast<uint32_t>(value));
+  const unsigned w = warpOf(self());
   uint32_t mask = 0;
   for (unsigned i = 0; i < 32; ++i)
-    if (g->alive[w][i] && g->exchange[w][i] == static_cast<uint32_t>(value))
+    if (g->alive[w][i] && values[i] == static_cast<uint32_t>(value))
       mask |= 1u << i;
-  arrive(g->warps[w]);
   return mask;
 }
 
 void mma(float (&c)[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
   Fiber &f = self();
   const unsigned w = warpOf(f), l = f.linear % 32;
-  MmaOperands &mine = g->mma[w][l];
+  std::array<MmaOperands, 32> &operands = g->mma[f.mmas++ & 1][w];
+  MmaOperands &mine = operands[l];
   mine = {a0, a1, b0, b1, {}};
   std::memcpy(mine.c, c, sizeof(c));
   arrive(g->warps[w]);
@@ -230,14 +236,13 @@ void mma(float (&c)[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
   for (int i = 0; i < 8; ++i) {
     const int row = static_cast<int>((l & 1) + ((l >> 4) << 2)) + (i & 2);
     const int col = static_cast<int>(l & 2) + (i & 1) + (i & 4);
-    const MmaOperands &a = g->mma[w][laneOf(row)];
-    const MmaOperands &b = g->mma[w][laneOf(col)];
+    const MmaOperands &a = operands[static_cast<size_t>(laneOf(row))];
+    const MmaOperands &b = operands[static_cast<size_t>(laneOf(col))];
     float acc = mine.c[i];
     for (int k = 0; k < 4; ++k)
       acc += half(k < 2 ? a.a0 : a.a1, k & 1) * half(k < 2 ? b.b0 : b.b1, k & 1);
     d[i] = acc;
   }
-  arrive(g->warps[w]);
   std::memcpy(c, d, sizeof(d));
 }
 

@@ -13,6 +13,7 @@
 #undef VOLT_HEAD_DIM
 #undef VOLT_IN_F32
 #undef VOLT_K
+#undef VOLT_KEY_TILE
 #undef VOLT_KV_HEADS
 #undef VOLT_MAX_BLOCKS
 #undef VOLT_MAX_SPLITS
@@ -22,6 +23,7 @@
 #undef VOLT_PART_END0
 #undef VOLT_PART_END1
 #undef VOLT_PART_END2
+#undef VOLT_QUERY_TILE
 #undef VOLT_RENORMALIZE
 #undef VOLT_RES_F32
 #undef VOLT_SILU

@@ -1,0 +1,368 @@
+// templates/paged_attention_tiled.cu - Attention over the paged FP16 KV cache
+// on tensor cores, for steps that carry prefill chunks (GQA, causal).
+//
+// paged_attention.cu reads every K and V row of a context once per query
+// token; for a prefill chunk that is the whole cost of the op. Here a block
+// takes a tile of QUERY_TILE query rows of one kv head, (token, query head)
+// pairs: QUERY_TILE / group consecutive tokens of one sequence, each with
+// every query head of the kv head's group, so each K and V row staged in
+// shared memory serves all the tile's rows, and a decode sequence (one
+// token) still fills `group` rows of the MMAs. The block loops over the
+// context in tiles of KEY_TILE keys: S = Q K^T and O += P V on
+// mma.m8n8k4 (FP16 inputs, FP32 accumulation), with an online softmax in
+// FP32 (running max and sum per row) and the causal mask (row of position
+// p sees keys 0..p). Each tile's block first writes its tokens' k and v to
+// their cache slots (-1: padding, written nowhere); keys and values of the
+// step's own tokens are read from qkv, as in paged_attention, so no block
+// waits for another.
+//
+// Warps: warp w owns rows 16w..16w+15 and every key of the tile (S) and
+// every dimension of O; its quad pairs form 16 x 16 units as in
+// common/gemm.cuh. P leaves the accumulators through shared memory (the
+// accumulator layout of mma.m8n8k4 is not its A-operand layout), rounded
+// to FP16; the row sums take the unrounded FP32 values. V is stored
+// transposed (the B operand wants 4 consecutive keys of one dimension).
+// Warps whose rows are all masked for a key tile (the diagonal, a short
+// tile) skip its MMAs.
+//
+// Pipeline (Volta has no cp.async): V of key tile j is loaded into
+// registers while S_j is computed, K of tile j + 1 while P_j V_j is; each
+// is stored to shared memory after the other's MMAs. P shares K's buffer.
+// Shared memory (halves): Q [QUERY_TILE][HEAD_DIM + 8], K or P
+// max([KEY_TILE][HEAD_DIM + 8], [QUERY_TILE][KEY_TILE + 8]), V^T
+// [HEAD_DIM][KEY_TILE + 8]: the 8 halves of padding spread fragment loads
+// over the banks.
+//
+// Constants: HEADS, KV_HEADS, HEAD_DIM (a multiple of 16), BLOCK_SIZE,
+// MAX_BLOCKS (block-table width), QUERY_TILE (rows, a multiple of 16, at
+// least the group), KEY_TILE (a multiple of 16). Launch: grid.x =
+// ceil((T + (tt - 1) S) / tt) with tt = QUERY_TILE / group tokens per tile
+// (blocks past the step's tiles exit), grid.y = KV_HEADS, QUERY_TILE * 2
+// threads, kSharedBytes of dynamic shared memory (Launches.cpp computes
+// the same).
+#include "common/blocks.cuh"
+#include "common/volt.cuh"
+
+using namespace volt;
+
+namespace {
+
+constexpr int kDim = VOLT_HEAD_DIM;
+constexpr int kGroup = VOLT_HEADS / VOLT_KV_HEADS;
+constexpr int kRows = VOLT_QUERY_TILE;
+constexpr int kKeys = VOLT_KEY_TILE;
+constexpr int kWarps = kRows / 16;
+constexpr int kThreads = kWarps * 32;
+/// Tokens per tile (their rows; the rest of the tile is empty).
+constexpr int kTileTokens = kRows / kGroup;
+constexpr int kRow = (VOLT_HEADS + 2 * VOLT_KV_HEADS) * kDim;
+constexpr int kSlot = VOLT_KV_HEADS * kDim;
+static_assert(VOLT_HEADS % VOLT_KV_HEADS == 0, "query heads must be a multiple of kv heads");
+static_assert(kDim % 16 == 0, "HEAD_DIM must be a multiple of 16");
+static_assert(kRows % 16 == 0 && kKeys % 16 == 0, "tiles of whole 16 x 16 units");
+static_assert(kGroup <= kRows, "a tile holds at least one token's group");
+static_assert(VOLT_THREADS == kThreads, "one warp per 16 query rows");
+
+constexpr int kQStride = kDim + 8;
+constexpr int kKStride = kDim + 8;
+constexpr int kPStride = kKeys + 8;
+constexpr int kVStride = kKeys + 8;
+constexpr int kQHalves = kRows * kQStride;
+constexpr int kKHalves = kKeys * kKStride > kRows *kPStride ? kKeys *kKStride : kRows *kPStride;
+constexpr int kVHalves = kDim * kVStride;
+/// Dynamic shared memory of a block.
+constexpr int kSharedBytes = 2 * (kQHalves + kKHalves + kVHalves);
+
+/// 16-byte segments (8 halves) of a row, and of a key tile.
+constexpr int kSegments = kDim / 8;
+constexpr int kTileSegments = kKeys * kSegments;
+constexpr int kLoads = (kTileSegments + kThreads - 1) / kThreads;
+constexpr int kKeyUnits = kKeys / 16;
+constexpr int kDimUnits = kDim / 16;
+
+/// A block's tile: sequence (-1: none), first token, tokens.
+struct Tile {
+  int seq, first, tokens;
+};
+
+/// Block b's tile, found by one warp (every lane gets it). A sequence of n
+/// new tokens has ceil(n / kTileTokens) tiles, taken last first: the last
+/// tile has the longest context, so it starts earliest.
+VOLT_DEVICE Tile findTile(int b, int seqs, const int *seqStarts) {
+  const int lane = static_cast<int>(laneId());
+  int before = 0;
+  for (int first = 0; first < seqs; first += 32) {
+    const int s = first + lane;
+    const int n = s < seqs ? (seqStarts[s + 1] - seqStarts[s] + kTileTokens - 1) / kTileTokens : 0;
+    const int end = warpPrefixSum(n);
+    const int start = before + end - n;
+    const u32 hit = warpBallot(n > 0 && start <= b && b < start + n);
+    if (hit != 0) {
+      const int from = __ffs(hit) - 1;
+      Tile t;
+      t.seq = shuffle(s, from);
+      const int index = shuffle(n, from) - 1 - (b - shuffle(start, from));
+      const int begin = seqStarts[t.seq];
+      t.first = begin + index * kTileTokens;
+      t.tokens = min(kTileTokens, seqStarts[t.seq + 1] - t.first);
+      return t;
+    }
+    before += shuffle(end, 31);
+  }
+  return Tile{-1, 0, 0};
+}
+
+VOLT_DEVICE u32 packHalves(float lo, float hi) {
+  return static_cast<u32>(floatToHalf(lo)) | static_cast<u32>(floatToHalf(hi)) << 16;
+}
+
+} // namespace
+
+extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
+    paged_attention_tiled(const u16 *qkv, u16 *keyCache, u16 *valueCache, const int *slotMapping,
+                          const int *seqStarts, const int *contextLens, const int *blockTables,
+                          u16 *out, int count, int seqs) {
+  VOLT_DYNAMIC_SHARED(u16, shared);
+  __shared__ Tile sharedTile;
+  u16 *qs = shared, *ks = shared + kQHalves, *vs = shared + kQHalves + kKHalves;
+  const int lane = static_cast<int>(laneId()), warp = threadIdx.x / 32;
+  const int kvHead = blockIdx.y;
+  if (warp == 0) {
+    const Tile found = findTile(blockIdx.x, seqs, seqStarts);
+    if (lane == 0)
+      sharedTile = found;
+  }
+  __syncthreads();
+  const Tile tile = sharedTile;
+  if (tile.seq < 0 || tile.first >= count)
+    return;
+  const int begin = seqStarts[tile.seq];
+  const int firstNew = contextLens[tile.seq] - (seqStarts[tile.seq + 1] - begin);
+  // Row r is token r / kGroup of the tile, at position pos0 + r / kGroup.
+  const int pos0 = firstNew + (tile.first - begin);
+  const int validRows = tile.tokens * kGroup;
+  const int keyEnd = pos0 + tile.tokens;
+  const int *table = blockTables + static_cast<i64>(tile.seq) * VOLT_MAX_BLOCKS;
+
+  // The tile's keys and values go to their slots.
+  for (int i = threadIdx.x; i < tile.tokens * kSegments; i += kThreads) {
+    const int t = tile.first + i / kSegments, c = (i % kSegments) * 8;
+    const int slot = slotMapping[t];
+    if (slot < 0)
+      continue;
+    const u16 *row = qkv + static_cast<i64>(t) * kRow;
+    const i64 at = static_cast<i64>(slot) * kSlot + kvHead * kDim + c;
+    store16(keyCache + at, loadReadOnly16(row + (VOLT_HEADS + kvHead) * kDim + c));
+    store16(valueCache + at,
+            loadReadOnly16(row + (VOLT_HEADS + VOLT_KV_HEADS + kvHead) * kDim + c));
+  }
+  // Q, zeros past the tile's rows.
+  for (int i = threadIdx.x; i < kRows * kSegments; i += kThreads) {
+    const int r = i / kSegments, c = (i % kSegments) * 8;
+    u32x4 v = {0, 0, 0, 0};
+    if (r < validRows)
+      v = loadReadOnly16(qkv + static_cast<i64>(tile.first + r / kGroup) * kRow +
+                         (kvHead * kGroup + r % kGroup) * kDim + c);
+    *reinterpret_cast<u32x4 *>(qs + r * kQStride + c) = v;
+  }
+
+  // Key j's row of K (or V): the cache below the step's new tokens, qkv
+  // from there; zeros past the tile's last position.
+  auto load = [&](int j, bool value, int c) {
+    if (j >= keyEnd)
+      return u32x4{0, 0, 0, 0};
+    if (j >= firstNew)
+      return loadReadOnly16(qkv + static_cast<i64>(begin + j - firstNew) * kRow +
+                            (VOLT_HEADS + (value ? VOLT_KV_HEADS : 0) + kvHead) * kDim + c);
+    const i64 at =
+        (static_cast<i64>(table[j / VOLT_BLOCK_SIZE]) * VOLT_BLOCK_SIZE + j % VOLT_BLOCK_SIZE) *
+            kSlot +
+        kvHead * kDim + c;
+    return *reinterpret_cast<const u32x4 *>((value ? valueCache : keyCache) + at);
+  };
+  u32x4 staged[kLoads];
+  // K: consecutive threads along a row (coalesced). V: consecutive threads
+  // along keys, so that the transposing stores of a warp hit 32 different
+  // banks.
+  auto loadKeys = [&](int j0) {
+    for (int i = 0; i < kLoads; ++i) {
+      const int s = threadIdx.x + i * kThreads;
+      staged[i] = s < kTileSegments ? load(j0 + s / kSegments, false, (s % kSegments) * 8)
+                                    : u32x4{0, 0, 0, 0};
+    }
+  };
+  auto storeKeys = [&] {
+    for (int i = 0; i < kLoads; ++i) {
+      const int s = threadIdx.x + i * kThreads;
+      if (s < kTileSegments)
+        *reinterpret_cast<u32x4 *>(ks + (s / kSegments) * kKStride + (s % kSegments) * 8) =
+            staged[i];
+    }
+  };
+  auto loadValues = [&](int j0) {
+    for (int i = 0; i < kLoads; ++i) {
+      const int s = threadIdx.x + i * kThreads;
+      staged[i] =
+          s < kTileSegments ? load(j0 + s % kKeys, true, (s / kKeys) * 8) : u32x4{0, 0, 0, 0};
+    }
+  };
+  auto storeValues = [&] {
+    for (int i = 0; i < kLoads; ++i) {
+      const int s = threadIdx.x + i * kThreads;
+      if (s >= kTileSegments)
+        continue;
+      u16 *column = vs + (s / kKeys) * 8 * kVStride + s % kKeys;
+      const u32 w[4] = {staged[i].x, staged[i].y, staged[i].z, staged[i].w};
+      for (int e = 0; e < 4; ++e) {
+        column[(2 * e) * kVStride] = static_cast<u16>(w[e] & 0xFFFFu);
+        column[(2 * e + 1) * kVStride] = static_cast<u16>(w[e] >> 16);
+      }
+    }
+  };
+
+  // Fragment rows (common/gemm.cuh): quad pair q reads rows 8 (q & 1) of
+  // its warp's 16 and columns 8 (q >> 1) of each 16-column unit.
+  const int quadPair = (lane >> 2) & 3;
+  const int inPair = (lane & 3) + ((lane >> 4) << 2);
+  const int rowBase = warp * 16;
+  const u16 *qFrag = qs + (rowBase + (quadPair & 1) * 8 + inPair) * kQStride;
+  const u16 *kFrag = ks + ((quadPair >> 1) * 8 + inPair) * kKStride;
+  u16 *ps = ks;
+  const u16 *pFrag = ps + (rowBase + (quadPair & 1) * 8 + inPair) * kPStride;
+  const u16 *vFrag = vs + ((quadPair >> 1) * 8 + inPair) * kVStride;
+  // This lane's accumulator rows: element i is on row[(i >> 1) & 1], at
+  // column unit * 16 + colBase + mmaCol(lane, i).
+  const int row[2] = {rowBase + (quadPair & 1) * 8 + mmaRow(lane, 0),
+                      rowBase + (quadPair & 1) * 8 + mmaRow(lane, 2)};
+  const int colBase = (quadPair >> 1) * 8;
+  const int pos[2] = {row[0] < validRows ? pos0 + row[0] / kGroup : -1,
+                      row[1] < validRows ? pos0 + row[1] / kGroup : -1};
+  const int warpLast = min(rowBase + 15, validRows - 1);
+  const int warpLastPos = rowBase < validRows ? pos0 + warpLast / kGroup : -1;
+  const float scale = static_cast<float>(1.0 / sqrt(static_cast<double>(kDim)));
+  // Masked scores and the initial maximum: the lowest finite float, so
+  // that e^(s - m) is 0 for a masked key once a row has seen its first key
+  // (key 0, in the first tile), and rows past the tile's tokens (never
+  // written) stay finite.
+  constexpr float kLowest = -3.402823466e38f;
+
+  float o[kDimUnits][8];
+  for (int u = 0; u < kDimUnits; ++u)
+    for (int i = 0; i < 8; ++i)
+      o[u][i] = 0.0f;
+  float m[2] = {kLowest, kLowest}, l[2] = {0.0f, 0.0f};
+
+  const int keyTiles = (keyEnd + kKeys - 1) / kKeys;
+  loadKeys(0);
+  storeKeys();
+  loadValues(0);
+  __syncthreads();
+  for (int kt = 0; kt < keyTiles; ++kt) {
+    const int j0 = kt * kKeys;
+    const bool active = j0 <= warpLastPos;
+    float s[kKeyUnits][8];
+    if (active) {
+#pragma unroll
+      for (int u = 0; u < kKeyUnits; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          s[u][i] = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kDim; k += 4) {
+        const u32 *a = reinterpret_cast<const u32 *>(qFrag + k);
+        const u32 a0 = a[0], a1 = a[1];
+#pragma unroll
+        for (int u = 0; u < kKeyUnits; ++u) {
+          const u32 *b = reinterpret_cast<const u32 *>(kFrag + u * 16 * kKStride + k);
+          mma884(s[u], a0, a1, b[0], b[1]);
+        }
+      }
+      // Scaled, masked scores; the tile's row maxima over the 4 lanes that
+      // share a row (lane bits 1 and 3 pick the columns).
+      float tileMax[2] = {kLowest, kLowest};
+#pragma unroll
+      for (int u = 0; u < kKeyUnits; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int r = (i >> 1) & 1;
+          const int key = j0 + u * 16 + colBase + mmaCol(lane, i);
+          s[u][i] = key <= pos[r] ? s[u][i] * scale : kLowest;
+          tileMax[r] = fmaxf(tileMax[r], s[u][i]);
+        }
+      float correction[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        tileMax[r] = fmaxf(tileMax[r], shuffleXor(tileMax[r], 2));
+        tileMax[r] = fmaxf(tileMax[r], shuffleXor(tileMax[r], 8));
+        const float mNew = fmaxf(m[r], tileMax[r]);
+        correction[r] = expf(m[r] - mNew);
+        m[r] = mNew;
+        l[r] *= correction[r];
+      }
+#pragma unroll
+      for (int u = 0; u < kDimUnits; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          o[u][i] *= correction[(i >> 1) & 1];
+#pragma unroll
+      for (int u = 0; u < kKeyUnits; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int r = (i >> 1) & 1;
+          s[u][i] = expf(s[u][i] - m[r]);
+          l[r] += s[u][i];
+        }
+    }
+    __syncthreads(); // K_j (S) and V_(j-1) (the last PV) are read
+    if (active) {
+#pragma unroll
+      for (int u = 0; u < kKeyUnits; ++u)
+#pragma unroll
+        for (int i = 0; i < 8; i += 2)
+          *reinterpret_cast<u32 *>(ps + row[(i >> 1) & 1] * kPStride + u * 16 + colBase +
+                                   mmaCol(lane, i)) = packHalves(s[u][i], s[u][i + 1]);
+    }
+    storeValues();
+    const bool more = kt + 1 < keyTiles;
+    if (more)
+      loadKeys(j0 + kKeys);
+    __syncthreads();
+    if (active) {
+#pragma unroll
+      for (int k = 0; k < kKeys; k += 4) {
+        const u32 *a = reinterpret_cast<const u32 *>(pFrag + k);
+        const u32 a0 = a[0], a1 = a[1];
+#pragma unroll
+        for (int u = 0; u < kDimUnits; ++u) {
+          const u32 *b = reinterpret_cast<const u32 *>(vFrag + u * 16 * kVStride + k);
+          mma884(o[u], a0, a1, b[0], b[1]);
+        }
+      }
+    }
+    if (more) {
+      __syncthreads(); // P (K's buffer) is read
+      storeKeys();
+      loadValues(j0 + kKeys);
+      __syncthreads();
+    }
+  }
+
+  // Row sums over the 4 lanes of a row, then O / l.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += shuffleXor(l[r], 2);
+    l[r] += shuffleXor(l[r], 8);
+  }
+#pragma unroll
+  for (int u = 0; u < kDimUnits; ++u)
+#pragma unroll
+    for (int i = 0; i < 8; i += 2) {
+      const int r = (i >> 1) & 1;
+      if (row[r] >= validRows)
+        continue;
+      const int t = tile.first + row[r] / kGroup, head = kvHead * kGroup + row[r] % kGroup;
+      const int d = u * 16 + colBase + mmaCol(lane, i);
+      *reinterpret_cast<u32 *>(out + static_cast<i64>(t) * VOLT_HEADS * kDim + head * kDim + d) =
+          packHalves(o[u][i] / l[r], o[u][i + 1] / l[r]);
+    }
+}

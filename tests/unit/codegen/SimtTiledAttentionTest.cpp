@@ -389,21 +389,32 @@ const Step kFromZero{{7, 64, 1, 65, 200, 1}, {7, 64, 300, 65, 200, 1}, {6}};
 // engine pads steps with whole inert sequences).
 const Step kAfterCached{{1, 200, 7, 1, 64, 65}, {412, 500, 307, 2, 364, 265}, {272}};
 
-TEST(SimtTiledAttention, PrefillChunksFromPositionZero) {
-  for (const Instance *inst : {&kG1, &kG2, &kG3, &kG4, &kG4Wide, &kG8, &kD16}) {
-    SCOPED_TRACE(inst->heads);
-    SCOPED_TRACE(inst->dim);
-    checkStep(*inst, kFromZero);
-  }
+/// Every instance, by name, for the steps above (one test each, so that
+/// ctest runs them in parallel).
+const std::pair<const char *, const Instance *> kInstances[] = {
+    {"Group1Dim64", &kG1},
+    {"Group2Dim128", &kG2},
+    {"Group3Dim64", &kG3},
+    {"Group4Dim64", &kG4},
+    {"Group4Dim64Rows32Keys64", &kG4Wide},
+    {"Group8Dim128", &kG8},
+    {"Group2Dim16", &kD16}};
+
+class SimtTiledAttentionSteps : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(SimtTiledAttentionSteps, PrefillChunksFromPositionZero) {
+  checkStep(*kInstances[GetParam()].second, kFromZero);
 }
 
-TEST(SimtTiledAttention, PrefillChunksAfterCachedPositions) {
-  for (const Instance *inst : {&kG1, &kG2, &kG3, &kG4, &kG4Wide, &kG8, &kD16}) {
-    SCOPED_TRACE(inst->heads);
-    SCOPED_TRACE(inst->dim);
-    checkStep(*inst, kAfterCached);
-  }
+TEST_P(SimtTiledAttentionSteps, PrefillChunksAfterCachedPositions) {
+  checkStep(*kInstances[GetParam()].second, kAfterCached);
 }
+
+INSTANTIATE_TEST_SUITE_P(Instances, SimtTiledAttentionSteps,
+                         ::testing::Range<size_t>(0, std::size(kInstances)),
+                         [](const ::testing::TestParamInfo<size_t> &info) {
+                           return std::string(kInstances[info.param].first);
+                         });
 
 TEST(SimtTiledAttention, LongContextsAndDecodeOnlySteps) {
   // A 168-token chunk after 600 cached positions (the full 768) next to a

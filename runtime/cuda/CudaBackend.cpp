@@ -213,6 +213,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     VOLT_RETURN_IF_ERROR(allocate(pack.size(), rs.weights, "the weights"));
     VOLT_RETURN_IF_ERROR(
         d.check(d.cuMemcpyHtoD(rs.weights, pack.data(), pack.size()), label + ": uploading"));
+    // From pageable memory the copy may return before its DMA lands, and
+    // the kernels run on non-blocking streams that do not wait for it.
+    VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSynchronize(), label + ": uploading the weights"));
     VOLT_RETURN_IF_ERROR(
         allocate(pr->arena_bytes() + pr->workspace_bytes(), rs.arena, "the activation arena"));
     VOLT_RETURN_IF_ERROR(allocate(kvBytes, rs.kv, "the KV cache"));
@@ -275,14 +278,14 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
         std::vector<uint8_t> image(kernel->cubin()->begin(), kernel->cubin()->end());
         rc = d.cuModuleLoadData(&module, image.data());
       }
+      const std::string what = label + ": loading kernel " + kernelName + " (" +
+                               (kernel->source() ? kernel->source()->str() : "") + ")";
       if (rc == kNoBinaryForGpu && kernel->ptx()) {
         rs.fromPtx = true;
-        std::string ptx = kernel->ptx()->str(); // NUL-terminated for the JIT
-        rc = d.cuModuleLoadData(&module, ptx.c_str());
+        VOLT_ASSIGN_OR_RETURN(module, d.loadPtx(kernel->ptx()->str(), what));
+        rc = 0;
       }
-      VOLT_RETURN_IF_ERROR(d.check(rc, label + ": loading kernel " + kernelName + " (" +
-                                           (kernel->source() ? kernel->source()->str() : "") +
-                                           ")"));
+      VOLT_RETURN_IF_ERROR(d.check(rc, what));
       rs.modules.push_back(module);
       CUfunction function = nullptr;
       VOLT_RETURN_IF_ERROR(d.check(d.cuModuleGetFunction(&function, module, kernelName.c_str()),

@@ -3,6 +3,7 @@
 
 #include "runtime/support/Strings.h"
 
+#include <cstdint>
 #include <dlfcn.h>
 
 namespace volt::cuda {
@@ -53,6 +54,22 @@ std::string CudaDriver::describe(CUresult code) const {
     cuGetErrorString(code, &text);
   return std::string(name ? name : "CUDA error " + std::to_string(code)) +
          (text ? std::string(": ") + text : std::string());
+}
+
+Result<CUmodule> CudaDriver::loadPtx(const std::string &ptx, const std::string &what) const {
+  std::string log(8192, '\0');
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes};
+  void *values[] = {log.data(), reinterpret_cast<void *>(static_cast<uintptr_t>(log.size()))};
+  CUmodule module = nullptr;
+  // ptx.c_str(): the JIT reads up to the terminating NUL.
+  CUresult rc = cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+  if (rc == 0)
+    return module;
+  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' '))
+    log.pop_back();
+  return Error(what + ": " + describe(rc) +
+               (log.empty() ? std::string() : " (the driver's PTX compiler says: " + log + ")"));
 }
 
 Status CudaDriver::check(CUresult code, const std::string &what) const {

@@ -60,6 +60,9 @@ inline constexpr unsigned kEventDisableTiming = 2;
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: a capture in one rank's thread
 /// does not forbid driver calls in the others.
 inline constexpr int kStreamCaptureModeThreadLocal = 1;
+/// CU_JIT_ERROR_LOG_BUFFER and its size in bytes (CUjit_option).
+inline constexpr int kJitErrorLogBuffer = 5;
+inline constexpr int kJitErrorLogBufferSizeBytes = 6;
 /// CUDA_ERROR_NOT_READY (cuEventQuery: not yet reached).
 inline constexpr CUresult kErrorNotReady = 600;
 /// cuLaunchKernel's `extra` markers: a packed parameter buffer and its size.
@@ -87,6 +90,11 @@ public:
   std::string describe(CUresult code) const;
   /// success(), or an error "<what>: <describe(code)>".
   Status check(CUresult code, const std::string &what) const;
+
+  /// Loads a module from PTX text, which the driver compiles for the
+  /// current context's GPU; a failure carries the JIT's own error log
+  /// (which instruction or feature it refused), not only the error code.
+  Result<CUmodule> loadPtx(const std::string &ptx, const std::string &what) const;
 
   const std::string &library() const { return library_; }
   /// 12040 for CUDA 12.4.

@@ -35,6 +35,36 @@ TEST(CudaGraphs, ANewerGpuLoadsThePtx) {
   h.runAndCheck(h.decode(3));
 }
 
+TEST(CudaGraphs, PtxTheDriverRefusesIsNamedWithTheJitLog) {
+  Harness h;
+  h.fake.computeCapability = {90};
+  h.fake.jitErrorLog = "ptxas application ptx input, line 12; error   : Unknown feature\n";
+  ASSERT_FALSE(h.create());
+  EXPECT_NE(h.error.find("loading kernel"), std::string::npos) << h.error;
+  EXPECT_NE(h.error.find("CUDA_ERROR_INVALID_PTX"), std::string::npos) << h.error;
+  EXPECT_NE(h.error.find("the driver's PTX compiler says: ptxas application ptx input, line 12; "
+                         "error   : Unknown feature)"),
+            std::string::npos)
+      << h.error;
+}
+
+TEST(CudaGraphs, WeightsLandBeforeAnyKernelRuns) {
+  // The weights are copied from pageable memory, which may return before
+  // the DMA lands; the context is synchronised before the first step.
+  Harness h;
+  ASSERT_TRUE(h.create()) << h.error;
+  const auto calls = h.fake.calls();
+  size_t upload = calls.size(), sync = calls.size();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].name == "cuMemcpyHtoD" && upload == calls.size())
+      upload = i;
+    if (calls[i].name == "cuCtxSynchronize" && upload < i && sync == calls.size())
+      sync = i;
+  }
+  ASSERT_LT(upload, calls.size()) << "no weight upload";
+  EXPECT_LT(sync, calls.size()) << "no cuCtxSynchronize after the weight upload";
+}
+
 TEST(CudaGraphs, DecodeStepsCaptureEachBucketOnceThenReplay) {
   Harness h;
   ASSERT_TRUE(h.create()) << h.error;

@@ -28,6 +28,8 @@ const char *errorName(CUresult code) {
     return "CUDA_ERROR_OUT_OF_MEMORY";
   case kInvalidImage:
     return "CUDA_ERROR_INVALID_IMAGE";
+  case kInvalidPtx:
+    return "CUDA_ERROR_INVALID_PTX";
   case kInvalidContext:
     return "CUDA_ERROR_INVALID_CONTEXT";
   case kInvalidHandle:

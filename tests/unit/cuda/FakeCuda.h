@@ -102,6 +102,9 @@ public:
   /// Per device: memory in all, and memory already used by others.
   uint64_t totalMemory = uint64_t{16} << 30;
   uint64_t usedByOthers = 0;
+  /// When not empty, cuModuleLoadDataEx refuses PTX with
+  /// CUDA_ERROR_INVALID_PTX and writes this to the JIT error log.
+  std::string jitErrorLog;
   /// What cuStreamEndCapture returns (0: success); a failure ends the
   /// capture without a graph.
   CUresult endCaptureResult = 0;

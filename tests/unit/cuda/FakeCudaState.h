@@ -19,9 +19,9 @@ namespace volt::cuda::testing {
 
 // cuda.h's values of the codes the fake returns.
 inline constexpr CUresult kSuccess = 0, kInvalidValue = 1, kOutOfMemory = 2, kInvalidContext = 201,
-                          kInvalidImage = 200, kInvalidHandle = 400, kNotFound = 500,
-                          kNotReady = 600, kIllegalAddress = 700, kCaptureUnsupported = 900,
-                          kCaptureInvalidated = 901, kUnknown = 999;
+                          kInvalidImage = 200, kInvalidPtx = 218, kInvalidHandle = 400,
+                          kNotFound = 500, kNotReady = 600, kIllegalAddress = 700,
+                          kCaptureUnsupported = 900, kCaptureInvalidated = 901, kUnknown = 999;
 inline constexpr NcclResult kNcclInvalidArgument = 4, kNcclInternalError = 3;
 /// How long a collective waits for a peer's thread to enqueue its part.
 inline constexpr auto kCollectiveWait = std::chrono::seconds(20);

@@ -356,6 +356,33 @@ CUresult fakeModuleLoadData(CUmodule *module, const void *image) {
   s.modules[m.get()] = std::move(m);
   return kSuccess;
 }
+CUresult fakeModuleLoadDataEx(CUmodule *module, const void *image, unsigned count, int *options,
+                              void **values) {
+  {
+    State &s = st();
+    Lock lock(s.mutex);
+    s.log.push_back(callNamed("cuModuleLoadDataEx"));
+    if (!gFake->jitErrorLog.empty()) {
+      // The driver's PTX compiler refuses the text: its log goes to the
+      // caller's buffer, NUL-terminated within the size given.
+      char *buffer = nullptr;
+      size_t size = 0;
+      for (unsigned i = 0; i < count; ++i) {
+        if (options[i] == kJitErrorLogBuffer)
+          buffer = static_cast<char *>(values[i]);
+        if (options[i] == kJitErrorLogBufferSizeBytes)
+          size = static_cast<size_t>(reinterpret_cast<uintptr_t>(values[i]));
+      }
+      if (buffer && size > 0) {
+        const size_t n = std::min(size - 1, gFake->jitErrorLog.size());
+        std::memcpy(buffer, gFake->jitErrorLog.data(), n);
+        buffer[n] = '\0';
+      }
+      return kInvalidPtx;
+    }
+  }
+  return fakeModuleLoadData(module, image);
+}
 CUresult fakeModuleUnload(CUmodule module) {
   State &s = st();
   Lock lock(s.mutex);
@@ -704,6 +731,7 @@ std::shared_ptr<CudaDriver> FakeCuda::driver() {
   d->cuMemcpy2DAsync = fakeMemcpy2DAsync;
   d->cuMemsetD8Async = fakeMemsetD8Async;
   d->cuModuleLoadData = fakeModuleLoadData;
+  d->cuModuleLoadDataEx = fakeModuleLoadDataEx;
   d->cuModuleUnload = fakeModuleUnload;
   d->cuModuleGetFunction = fakeModuleGetFunction;
   d->cuFuncSetAttribute = fakeFuncSetAttribute;

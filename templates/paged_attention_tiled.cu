@@ -25,6 +25,16 @@
 // Warps whose rows are all masked for a key tile (the diagonal, a short
 // tile) skip its MMAs.
 //
+// Split-K (MAX_SPLITS > 1), as in paged_attention: a decode sequence (one
+// new token) whose context is longer than the step's chunk c = max(
+// SPLIT_K_TOKENS, ceil(sum of the step's decode contexts / MAX_SPLITS)) is
+// cut into n = ceil(context / c) chunks; its tile's block takes the first,
+// a pool of MAX_SPLITS blocks after the tile blocks the others. Each writes
+// its rows' record (unnormalised O, max m, sum l per query head) to the
+// workspace and counts itself; the last of the n merges them exactly.
+// Without it a long decode in a step with prefill chunks would be one
+// block per kv head streaming its whole context while the others wait.
+//
 // Pipeline (Volta has no cp.async): V of key tile j is loaded into
 // registers while S_j is computed, K of tile j + 1 while P_j V_j is; each
 // is stored to shared memory after the other's MMAs. P shares K's buffer.
@@ -35,13 +45,23 @@
 //
 // Constants: HEADS, KV_HEADS, HEAD_DIM (a multiple of 16), BLOCK_SIZE,
 // MAX_BLOCKS (block-table width), QUERY_TILE (rows, a multiple of 16, at
-// least the group), KEY_TILE (a multiple of 16). Launch: grid.x =
-// ceil((T + (tt - 1) S) / tt) with tt = QUERY_TILE / group tokens per tile
-// (blocks past the step's tiles exit), grid.y = KV_HEADS, QUERY_TILE * 2
-// threads, kSharedBytes of dynamic shared memory (Launches.cpp computes
-// the same).
+// least the group), KEY_TILE (a multiple of 16), SPLIT_K_TOKENS and
+// MAX_SPLITS (0 or absent: no split). Workspace (MAX_SPLITS > 1):
+// float[2 MAX_SPLITS][HEADS][HEAD_DIM + 2], paged_attention's records;
+// without split the launch passes any pointer (unused). Launch: grid.x =
+// ceil((T + (tt - 1) S) / tt) + MAX_SPLITS with tt = QUERY_TILE / group
+// tokens per tile (blocks past the step's tiles exit), grid.y = KV_HEADS,
+// QUERY_TILE * 2 threads, kSharedBytes of dynamic shared memory
+// (Launches.cpp computes the same).
 #include "common/blocks.cuh"
 #include "common/volt.cuh"
+
+#ifndef VOLT_MAX_SPLITS
+#define VOLT_MAX_SPLITS 0
+#endif
+#ifndef VOLT_SPLIT_K_TOKENS
+#define VOLT_SPLIT_K_TOKENS 512
+#endif
 
 using namespace volt;
 
@@ -80,9 +100,23 @@ constexpr int kLoads = (kTileSegments + kThreads - 1) / kThreads;
 constexpr int kKeyUnits = kKeys / 16;
 constexpr int kDimUnits = kDim / 16;
 
-/// A block's tile: sequence (-1: none), first token, tokens.
+/// Extra blocks for split chunks (0: no split).
+constexpr int kPool = VOLT_MAX_SPLITS > 1 ? VOLT_MAX_SPLITS : 0;
+/// A query head's part of a record: o[kDim], m, l; a chunk's record.
+constexpr int kHeadRecord = kDim + 2;
+constexpr int kRecord = VOLT_HEADS * kHeadRecord;
+static_assert(VOLT_SPLIT_K_TOKENS > 0, "SPLIT_K_TOKENS must be positive");
+static_assert(kGroup * (kPool + 1) * 4 <= kSharedBytes, "the merge's weights fit shared memory");
+
+/// Chunks written, per (split sequence, kv head); see common/blocks.cuh.
+__device__ u32 arrivals[kPool > 0 ? kPool *VOLT_KV_HEADS : 1];
+
+/// A block's tile: sequence (-1: none), first token, tokens; and its chunk
+/// of the context (split of splits; 1 split: all of it), the positions per
+/// chunk, the sequence's first record and its counter.
 struct Tile {
   int seq, first, tokens;
+  int split, splits, chunk, record, counter;
 };
 
 /// Block b's tile, found by one warp (every lane gets it). A sequence of n
@@ -99,7 +133,7 @@ VOLT_DEVICE Tile findTile(int b, int seqs, const int *seqStarts) {
     const u32 hit = warpBallot(n > 0 && start <= b && b < start + n);
     if (hit != 0) {
       const int from = __ffs(hit) - 1;
-      Tile t;
+      Tile t{0, 0, 0, 0, 1, 0, 0, 0};
       t.seq = shuffle(s, from);
       const int index = shuffle(n, from) - 1 - (b - shuffle(start, from));
       const int begin = seqStarts[t.seq];
@@ -109,7 +143,67 @@ VOLT_DEVICE Tile findTile(int b, int seqs, const int *seqStarts) {
     }
     before += shuffle(end, 31);
   }
-  return Tile{-1, 0, 0};
+  return Tile{-1, 0, 0, 0, 1, 0, 0, 0};
+}
+
+/// Chunks of sequence s's context when it splits (a decode sequence longer
+/// than one chunk), else 0.
+VOLT_DEVICE int chunksOf(int s, int seqs, int chunk, const int *seqStarts, const int *contextLens) {
+  if (s >= seqs || seqStarts[s + 1] - seqStarts[s] != 1)
+    return 0;
+  const int context = contextLens[s];
+  return context > chunk ? (context + chunk - 1) / chunk : 0;
+}
+
+/// Block b's work, found by one warp: tile blocks (b < tiles) take their
+/// tile (and the first chunk of a split decode's context); pool blocks take
+/// the (b - tiles)-th extra chunk of the step, counting the split
+/// sequences' chunks 1..n-1 in sequence order (paged_attention's order).
+VOLT_DEVICE Tile findWork(int b, int tiles, int seqs, const int *seqStarts,
+                          const int *contextLens) {
+  Tile w = b < tiles ? findTile(b, seqs, seqStarts) : Tile{-1, 0, 0, 0, 1, 0, 0, 0};
+  if (kPool == 0 || (b < tiles && w.seq < 0))
+    return w;
+  const int lane = static_cast<int>(laneId());
+  int decode = 0;
+  for (int s = lane; s < seqs; s += 32)
+    if (seqStarts[s + 1] - seqStarts[s] == 1)
+      decode += contextLens[s];
+  decode = shuffle(warpPrefixSum(decode), 31);
+  constexpr int kPoolOr1 = kPool > 0 ? kPool : 1;
+  const int chunk = max(VOLT_SPLIT_K_TOKENS, (decode + kPoolOr1 - 1) / kPoolOr1);
+  if (b < tiles && chunksOf(w.seq, seqs, chunk, seqStarts, contextLens) == 0)
+    return w;
+  const int extraChunk = b - tiles;
+  int extraBefore = 0, recordsBefore = 0, splitBefore = 0;
+  for (int first = 0; first < seqs; first += 32) {
+    const int s = first + lane;
+    const int n = chunksOf(s, seqs, chunk, seqStarts, contextLens);
+    const int extra = n > 0 ? n - 1 : 0;
+    const int extraEnd = warpPrefixSum(extra), records = warpPrefixSum(n),
+              split = warpPrefixSum(n > 0 ? 1 : 0);
+    const int extraFirst = extraBefore + extraEnd - extra;
+    const bool mine =
+        n > 0 &&
+        (b < tiles ? s == w.seq : extraFirst <= extraChunk && extraChunk < extraFirst + extra);
+    const u32 hit = warpBallot(mine);
+    if (hit != 0) {
+      const int from = __ffs(hit) - 1;
+      w.seq = shuffle(s, from);
+      w.splits = shuffle(n, from);
+      w.split = b < tiles ? 0 : 1 + extraChunk - shuffle(extraFirst, from);
+      w.chunk = chunk;
+      w.record = recordsBefore + shuffle(records - n, from);
+      w.counter = splitBefore + shuffle(split - 1, from);
+      w.first = seqStarts[w.seq];
+      w.tokens = 1;
+      return w;
+    }
+    extraBefore += shuffle(extraEnd, 31);
+    recordsBefore += shuffle(records, 31);
+    splitBefore += shuffle(split, 31);
+  }
+  return Tile{-1, 0, 0, 0, 1, 0, 0, 0}; // a pool block beyond the step's extra chunks
 }
 
 VOLT_DEVICE u32 packHalves(float lo, float hi) {
@@ -121,14 +215,16 @@ VOLT_DEVICE u32 packHalves(float lo, float hi) {
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     paged_attention_tiled(const u16 *qkv, u16 *keyCache, u16 *valueCache, const int *slotMapping,
                           const int *seqStarts, const int *contextLens, const int *blockTables,
-                          u16 *out, int count, int seqs) {
+                          u16 *out, float *workspace, int count, int seqs) {
   VOLT_DYNAMIC_SHARED(u16, shared);
   __shared__ Tile sharedTile;
+  __shared__ int last;
   u16 *qs = shared, *ks = shared + kQHalves, *vs = shared + kQHalves + kKHalves;
   const int lane = static_cast<int>(laneId()), warp = threadIdx.x / 32;
   const int kvHead = blockIdx.y;
   if (warp == 0) {
-    const Tile found = findTile(blockIdx.x, seqs, seqStarts);
+    const Tile found =
+        findWork(blockIdx.x, static_cast<int>(gridDim.x) - kPool, seqs, seqStarts, contextLens);
     if (lane == 0)
       sharedTile = found;
   }
@@ -141,11 +237,15 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   // Row r is token r / kGroup of the tile, at position pos0 + r / kGroup.
   const int pos0 = firstNew + (tile.first - begin);
   const int validRows = tile.tokens * kGroup;
+  // Keys [from, to): the tile's context, or its chunk of a split decode's.
   const int keyEnd = pos0 + tile.tokens;
+  const int from = tile.split * tile.chunk;
+  const int to = tile.splits > 1 ? min(keyEnd, from + tile.chunk) : keyEnd;
   const int *table = blockTables + static_cast<i64>(tile.seq) * VOLT_MAX_BLOCKS;
 
-  // The tile's keys and values go to their slots.
-  for (int i = threadIdx.x; i < tile.tokens * kSegments; i += kThreads) {
+  // The tile's keys and values go to their slots (pool blocks serve a
+  // token whose tile block writes them).
+  for (int i = threadIdx.x; i < (tile.split == 0 ? tile.tokens : 0) * kSegments; i += kThreads) {
     const int t = tile.first + i / kSegments, c = (i % kSegments) * 8;
     const int slot = slotMapping[t];
     if (slot < 0)
@@ -167,9 +267,9 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   }
 
   // Key j's row of K (or V): the cache below the step's new tokens, qkv
-  // from there; zeros past the tile's last position.
+  // from there; zeros past the block's last key.
   auto load = [&](int j, bool value, int c) {
-    if (j >= keyEnd)
+    if (j >= to)
       return u32x4{0, 0, 0, 0};
     if (j >= firstNew)
       return loadReadOnly16(qkv + static_cast<i64>(begin + j - firstNew) * kRow +
@@ -252,13 +352,13 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
       o[u][i] = 0.0f;
   float m[2] = {kLowest, kLowest}, l[2] = {0.0f, 0.0f};
 
-  const int keyTiles = (keyEnd + kKeys - 1) / kKeys;
-  loadKeys(0);
+  const int keyTiles = (to - from + kKeys - 1) / kKeys;
+  loadKeys(from);
   storeKeys();
-  loadValues(0);
+  loadValues(from);
   __syncthreads();
   for (int kt = 0; kt < keyTiles; ++kt) {
-    const int j0 = kt * kKeys;
+    const int j0 = from + kt * kKeys;
     const bool active = j0 <= warpLastPos;
     float s[kKeyUnits][8];
     if (active) {
@@ -286,7 +386,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         for (int i = 0; i < 8; ++i) {
           const int r = (i >> 1) & 1;
           const int key = j0 + u * 16 + colBase + mmaCol(lane, i);
-          s[u][i] = key <= pos[r] ? s[u][i] * scale : kLowest;
+          s[u][i] = key <= pos[r] && key < to ? s[u][i] * scale : kLowest;
           tileMax[r] = fmaxf(tileMax[r], s[u][i]);
         }
       float correction[2];
@@ -353,16 +453,83 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     l[r] += shuffleXor(l[r], 2);
     l[r] += shuffleXor(l[r], 8);
   }
+  if (tile.splits == 1) {
+#pragma unroll
+    for (int u = 0; u < kDimUnits; ++u)
+#pragma unroll
+      for (int i = 0; i < 8; i += 2) {
+        const int r = (i >> 1) & 1;
+        if (row[r] >= validRows)
+          continue;
+        const int t = tile.first + row[r] / kGroup, head = kvHead * kGroup + row[r] % kGroup;
+        const int d = u * 16 + colBase + mmaCol(lane, i);
+        *reinterpret_cast<u32 *>(out + static_cast<i64>(t) * VOLT_HEADS * kDim + head * kDim + d) =
+            packHalves(o[u][i] / l[r], o[u][i + 1] / l[r]);
+      }
+    return;
+  }
+  if (kPool == 0)
+    return;
+
+  // A chunk of a split decode (one token: rows are its group's heads):
+  // its record, then the sequence's last chunk to finish merges them.
+  float *record = workspace + static_cast<i64>(tile.record + tile.split) * kRecord +
+                  kvHead * kGroup * kHeadRecord;
 #pragma unroll
   for (int u = 0; u < kDimUnits; ++u)
 #pragma unroll
-    for (int i = 0; i < 8; i += 2) {
+    for (int i = 0; i < 8; ++i) {
       const int r = (i >> 1) & 1;
-      if (row[r] >= validRows)
-        continue;
-      const int t = tile.first + row[r] / kGroup, head = kvHead * kGroup + row[r] % kGroup;
-      const int d = u * 16 + colBase + mmaCol(lane, i);
-      *reinterpret_cast<u32 *>(out + static_cast<i64>(t) * VOLT_HEADS * kDim + head * kDim + d) =
-          packHalves(o[u][i] / l[r], o[u][i + 1] / l[r]);
+      if (row[r] < validRows)
+        record[row[r] * kHeadRecord + u * 16 + colBase + mmaCol(lane, i)] = o[u][i];
     }
+  if ((lane & 2) == 0 && colBase == 0)
+    for (int r = 0; r < 2; ++r)
+      if (row[r] < validRows) {
+        record[row[r] * kHeadRecord + kDim] = m[r];
+        record[row[r] * kHeadRecord + kDim + 1] = l[r];
+      }
+  fenceDevice();
+  __syncthreads();
+  u32 *counter = &arrivals[tile.counter * VOLT_KV_HEADS + kvHead];
+  if (threadIdx.x == 0)
+    last = arrive(counter) == static_cast<u32>(tile.splits - 1);
+  __syncthreads();
+  if (!last)
+    return;
+  fenceDevice();
+  const float *records =
+      workspace + static_cast<i64>(tile.record) * kRecord + kvHead * kGroup * kHeadRecord;
+  // Shared memory (free now) = weights[kGroup][kPool] (e^(m_i - M)), then
+  // sums[kGroup].
+  float *weights = reinterpret_cast<float *>(shared), *sums = weights + kGroup * kPool;
+  for (int g = warp; g < kGroup; g += kWarps) {
+    const float *head = records + g * kHeadRecord;
+    float mMax = kLowest;
+    for (int i = lane; i < tile.splits; i += 32)
+      mMax = fmaxf(mMax, loadCoherent(head + static_cast<i64>(i) * kRecord + kDim));
+    mMax = warpMax(mMax);
+    float sum = 0.0f;
+    for (int i = lane; i < tile.splits; i += 32) {
+      const float *chunk = head + static_cast<i64>(i) * kRecord;
+      const float f = expf(loadCoherent(chunk + kDim) - mMax);
+      weights[g * kPool + i] = f;
+      sum += loadCoherent(chunk + kDim + 1) * f;
+    }
+    sum = warpSum(sum);
+    if (lane == 0)
+      sums[g] = sum;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < kGroup * kDim; i += kThreads) {
+    const int g = i / kDim;
+    const float *head = records + g * kHeadRecord + i % kDim;
+    float sum = 0.0f;
+    for (int c = 0; c < tile.splits; ++c)
+      sum += loadCoherent(head + static_cast<i64>(c) * kRecord) * weights[g * kPool + c];
+    out[static_cast<i64>(tile.first) * VOLT_HEADS * kDim + kvHead * kGroup * kDim + i] =
+        floatToHalf(sum / sums[g]);
+  }
+  if (threadIdx.x == 0)
+    *counter = 0;
 }

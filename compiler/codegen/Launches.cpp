@@ -285,13 +285,27 @@ Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
   r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
   r.set("query_tile", shape.queryTile).set("key_tile", shape.keyTile);
+  // Long decodes in the step split as in paged_attention (same rule, same
+  // records, so plan-memory's workspace serves both).
+  const AttentionSplit split =
+      attentionSplit(config("split_k_tokens", 0), int64_t{g.maxBlocksPerSeq} * g.kvBlockSize,
+                     p.numHeads, p.headDim);
+  if (split.maxSplits > 0) {
+    if (g.workspaceBytes < split.workspaceBytes)
+      return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
+                     " bytes of kernel workspace; the plan has " +
+                     std::to_string(g.workspaceBytes) +
+                     " (internal error: memory planning sizes it by the same rule)");
+    r.set("split_k_tokens", split.splitTokens).set("max_splits", split.maxSplits);
+  }
   PlannedLaunch l = launch(c, v, r);
   // A sequence of n new tokens has ceil(n / tt) tiles: at most (T + (tt -
-  // 1) S) / tt in all.
+  // 1) S) / tt in all; then the pool of split chunks.
   const uint32_t tileTokens = static_cast<uint32_t>(shape.queryTile / group);
-  l.grid[0] = {1, tileTokens - 1, 0, tileTokens};
+  l.grid[0] = {1, tileTokens - 1, static_cast<uint32_t>(split.maxSplits) * tileTokens, tileTokens};
   l.grid[1] = {0, 0, static_cast<uint32_t>(p.numKvHeads), 1};
   l.args = attentionArgs(c);
+  l.args.push_back(split.maxSplits > 0 ? LaunchArg::workspace(0) : LaunchArg::pointer(c.at(6)));
   l.args.push_back(LaunchArg::tokenCount());
   l.args.push_back(LaunchArg::seqCount());
   return l;

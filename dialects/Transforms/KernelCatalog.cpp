@@ -95,8 +95,9 @@ SmallVector<Variant> gemmVariants(const TargetInfo &t, StringRef gemv, StringRef
 /// chunks, whose tokens read the same keys: paged_attention_tiled runs
 /// them on tensor cores, 64 query rows ((token, query head) pairs of one
 /// kv head) against 32 keys at a time (36 KiB of shared memory at head_dim
-/// 128: two blocks per SM, where 64 keys would allow one). Heads it cannot
-/// serve keep paged_attention at every size.
+/// 128: two blocks per SM, where 64 keys would allow one), and splits long
+/// decodes of those steps as paged_attention does. Heads it cannot serve
+/// keep paged_attention at every size.
 SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a) {
   constexpr int64_t kQueryTile = 64, kKeyTile = 32, kMaxTiledHeadDim = 128;
   const int64_t headDim = a.getHeadDim();
@@ -115,7 +116,10 @@ SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a) {
   if (tiled)
     v.push_back({kAnyTokens,
                  "paged_attention_tiled",
-                 {{"head_dim", headDim}, {"query_tile", kQueryTile}, {"key_tile", kKeyTile}}});
+                 {{"head_dim", headDim},
+                  {"query_tile", kQueryTile},
+                  {"key_tile", kKeyTile},
+                  {"split_k_tokens", 512}}});
   return v;
 }
 

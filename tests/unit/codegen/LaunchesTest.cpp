@@ -131,12 +131,15 @@ TEST(Launches, AttentionPassesBothHalvesOfTheLayersCache) {
   EXPECT_EQ(tiled.get("key_tile"), 32);
   // Q 64 x 136, K 32 x 136 (P 64 x 40 shares it), V^T 128 x 40 halves.
   EXPECT_EQ(t.sharedBytes, 2u * (64 * 136 + 32 * 136 + 128 * 40));
-  EXPECT_EQ(t.grid[0].at(300, 3), (300u + 7 * 3 + 7) / 8);
+  // Then the same pool of 8 split chunks as paged_attention's.
+  EXPECT_EQ(t.grid[0].at(300, 3), (300u + 7 * 3 + 7) / 8 + 8);
   EXPECT_EQ(t.grid[1].at(300, 3), 2u);
-  ASSERT_EQ(t.args.size(), 10u);
+  EXPECT_EQ(tiled.get("max_splits"), 8);
+  ASSERT_EQ(t.args.size(), 11u);
   EXPECT_EQ(t.args[2].offset, program.kvLayerBytes());
-  EXPECT_EQ(t.args[8].kind, Kind::TokenCount);
-  EXPECT_EQ(t.args[9].kind, Kind::SeqCount);
+  EXPECT_EQ(t.args[8].operandKind, OperandKind::Workspace);
+  EXPECT_EQ(t.args[9].kind, Kind::TokenCount);
+  EXPECT_EQ(t.args[10].kind, Kind::SeqCount);
 }
 
 TEST(Launches, TiledAttentionShapeFollowsTheTile) {

@@ -51,7 +51,10 @@ inline std::vector<Variant> attentionVariants(int64_t headDim) {
       {kMaxNumSeqs, "paged_attention", {{"head_dim", headDim}, {"split_k_tokens", kSplitKTokens}}},
       {int64_t{1} << 30,
        "paged_attention_tiled",
-       {{"head_dim", headDim}, {"query_tile", 64}, {"key_tile", 32}}}};
+       {{"head_dim", headDim},
+        {"query_tile", 64},
+        {"key_tile", 32},
+        {"split_k_tokens", kSplitKTokens}}}};
 }
 
 inline std::vector<Variant> single(const std::string &kernel) {

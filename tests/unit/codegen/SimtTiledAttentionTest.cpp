@@ -73,12 +73,16 @@ namespace tiled_g3 {
 } // namespace tiled_g3
 
 namespace tiled_g4 {
-// The split-K instance's geometry (below), so that one plan holds both.
+// The split-K paged_attention instance's geometry (below), so that one
+// plan holds both; long decodes split in both (chunks of at least 32, a
+// pool of 16).
 #define VOLT_HEADS 8
 #define VOLT_KV_HEADS 2
 #define VOLT_HEAD_DIM 64
 #define VOLT_BLOCK_SIZE 16
 #define VOLT_MAX_BLOCKS 32
+#define VOLT_SPLIT_K_TOKENS 32
+#define VOLT_MAX_SPLITS 16
 #define VOLT_QUERY_TILE 64
 #define VOLT_KEY_TILE 32
 #define VOLT_THREADS 128
@@ -105,12 +109,15 @@ namespace tiled_g4_wide {
 } // namespace tiled_g4_wide
 
 namespace tiled_g8 {
-// Qwen3-30B-A3B's group (32 / 4 heads of 128) at one kv head.
+// Qwen3-30B-A3B's group (32 / 4 heads of 128) at one kv head; long decodes
+// split in chunks of at least 32 (a pool of 24).
 #define VOLT_HEADS 8
 #define VOLT_KV_HEADS 1
 #define VOLT_HEAD_DIM 128
 #define VOLT_BLOCK_SIZE 16
 #define VOLT_MAX_BLOCKS 48
+#define VOLT_SPLIT_K_TOKENS 32
+#define VOLT_MAX_SPLITS 24
 #define VOLT_QUERY_TILE 64
 #define VOLT_KEY_TILE 32
 #define VOLT_THREADS 128
@@ -158,20 +165,29 @@ using codegen::OpInfo;
 using codegen::ProgramInfo;
 using codegen::Variant;
 
-using TiledEntry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
-                            const int *, u16 *, int, int);
-using SplitEntry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
-                            const int *, u16 *, float *, int, int);
+/// Both templates' entry points (qkv, K, V, slots, starts, contexts,
+/// tables, out, workspace, T, S).
+using Entry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
+                       const int *, u16 *, float *, int, int);
+
+/// Counters a split-K instance keeps between launches.
+struct Counters {
+  const u32 *values = nullptr;
+  size_t count = 0;
+};
 
 /// A geometry and the instances compiled for it.
 struct Instance {
   int64_t heads, kvHeads, dim, maxBlocks;
   /// The tiled kernel and its tile (as the variant asks for it).
-  TiledEntry tiled;
+  Entry tiled;
   int64_t queryTile, keyTile, sharedBytes;
-  /// The split-K paged_attention of the same geometry, if compiled.
-  SplitEntry split = nullptr;
+  /// split_k_tokens of the instances (0: none), and the tiled one's counters.
   int64_t splitTokens = 0;
+  Counters tiledArrivals = {};
+  /// The paged_attention of the same geometry, if compiled, and its counters.
+  Entry paged = nullptr;
+  Counters pagedArrivals = {};
 };
 
 constexpr int64_t kBlockSize = 16;
@@ -187,11 +203,22 @@ const Instance kG4{8,
                    64,
                    32,
                    tiled_g4::kSharedBytes,
+                   32,
+                   {tiled_g4::arrivals, std::size(tiled_g4::arrivals)},
                    split_g4::split_g4_entry,
-                   32};
+                   {split_g4::arrivals, std::size(split_g4::arrivals)}};
 const Instance kG4Wide{
     8, 2, 64, 32, tiled_g4_wide::tiled_g4_wide_entry, 32, 64, tiled_g4_wide::kSharedBytes};
-const Instance kG8{8, 1, 128, 48, tiled_g8::tiled_g8_entry, 64, 32, tiled_g8::kSharedBytes};
+const Instance kG8{8,
+                   1,
+                   128,
+                   48,
+                   tiled_g8::tiled_g8_entry,
+                   64,
+                   32,
+                   tiled_g8::kSharedBytes,
+                   32,
+                   {tiled_g8::arrivals, std::size(tiled_g8::arrivals)}};
 const Instance kD16{4, 2, 16, 32, tiled_d16::tiled_d16_entry, 64, 32, tiled_d16::kSharedBytes};
 
 /// One step: per sequence, its new tokens and its context after the step.
@@ -218,7 +245,10 @@ std::string checkStep(const Instance &inst, const Step &step, std::vector<Varian
   if (variants.empty())
     variants = {{int64_t{1} << 30,
                  "paged_attention_tiled",
-                 {{"head_dim", dim}, {"query_tile", inst.queryTile}, {"key_tile", inst.keyTile}}}};
+                 {{"head_dim", dim},
+                  {"query_tile", inst.queryTile},
+                  {"key_tile", inst.keyTile},
+                  {"split_k_tokens", inst.splitTokens}}}};
   const int seqs = static_cast<int>(step.contexts.size());
   std::vector<int32_t> seqStarts = {0};
   for (int32_t n : step.newTokens)
@@ -302,16 +332,17 @@ std::string checkStep(const Instance &inst, const Step &step, std::vector<Varian
     uint32_t tiles = 0;
     for (int32_t n : step.newTokens)
       tiles += (static_cast<uint32_t>(n) + tileTokens - 1) / tileTokens;
-    EXPECT_GE(l->grid[0].at(tokens, seqs), tiles) << "a block for every tile";
+    EXPECT_GE(l->grid[0].at(tokens, seqs), tiles + static_cast<uint64_t>(split.maxSplits))
+        << "a block for every tile, then the pool";
     EXPECT_EQ(l->grid[1].at(tokens, seqs), static_cast<uint64_t>(kvHeads));
   } else {
-    EXPECT_TRUE(inst.split) << "no paged_attention instance for this geometry";
-    if (!inst.split)
+    EXPECT_TRUE(inst.paged) << "no paged_attention instance for this geometry";
+    if (!inst.paged)
       return "";
-    if (split.maxSplits > 0) {
-      constants.push_back({"split_k_tokens", split.splitTokens});
-      constants.push_back({"max_splits", split.maxSplits});
-    }
+  }
+  if (split.maxSplits > 0) {
+    constants.push_back({"split_k_tokens", split.splitTokens});
+    constants.push_back({"max_splits", split.maxSplits});
   }
   expectInstance(request, constants, tiled ? static_cast<uint32_t>(inst.queryTile * 2) : 128);
 
@@ -332,17 +363,15 @@ std::string checkStep(const Instance &inst, const Step &step, std::vector<Varian
     m.bind(op.operands[i], pointers[i]);
   m.bind(operand(OperandKind::Workspace, 0), workspace.data());
   run(*l, m, [&](Args &a) {
-    if (tiled)
-      std::apply(inst.tiled,
-                 std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
-                            a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
-                            a.pointer<const int>(), a.pointer<u16>(), a.i32(), a.i32()});
-    else
-      std::apply(inst.split, std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
-                                        a.pointer<const int>(), a.pointer<const int>(),
-                                        a.pointer<const int>(), a.pointer<const int>(),
-                                        a.pointer<u16>(), a.pointer<float>(), a.i32(), a.i32()});
+    std::apply(tiled ? inst.tiled : inst.paged,
+               std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
+                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
+                          a.pointer<const int>(), a.pointer<u16>(), a.pointer<float>(), a.i32(),
+                          a.i32()});
   });
+  for (const Counters &counters : {inst.tiledArrivals, inst.pagedArrivals})
+    for (size_t i = 0; i < counters.count; ++i)
+      EXPECT_EQ(counters.values[i], 0u) << "counter " << i << " is left for the next launch";
   EXPECT_EQ(cache, cpuCache) << "k and v land in the same slots, bit for bit";
 
   double maxV = 0, maxK = 0;
@@ -426,6 +455,17 @@ TEST(SimtTiledAttention, LongContextsAndDecodeOnlySteps) {
   checkStep(kD16, {{1, 1, 1}, {5, 300, 17}, {}});
 }
 
+TEST(SimtTiledAttention, LongDecodesNextToPrefillChunksSplit) {
+  // Decode contexts 500, 333, 20 and 129 add up to 982: chunks of
+  // ceil(982 / 16) = 62, so 9 + 6 + 3 chunks (15 extra blocks of the
+  // pool's 16); the decode of 20 stays whole.
+  checkStep(kG4, {{1, 65, 1, 1, 7, 1}, {500, 265, 333, 20, 7, 129}, {}});
+  // Chunks of 32 for a lone decode next to a chunk (16 of them, the pool's
+  // size), and the group of 8 at 128 dimensions.
+  checkStep(kG4, {{9, 1}, {9, 512}, {}});
+  checkStep(kG8, {{64, 1, 1}, {100, 700, 40}, {}});
+}
+
 TEST(SimtTiledAttention, EachStepRunsTheVariantItsTokenCountSelects) {
   // Catalog-shaped plan: split-K paged_attention up to 8 tokens (the
   // deployment's max_num_seqs), the tiled kernel above.
@@ -433,11 +473,12 @@ TEST(SimtTiledAttention, EachStepRunsTheVariantItsTokenCountSelects) {
       {8, "paged_attention", {{"head_dim", 64}, {"split_k_tokens", 32}}},
       {int64_t{1} << 30,
        "paged_attention_tiled",
-       {{"head_dim", 64}, {"query_tile", 64}, {"key_tile", 32}}}};
+       {{"head_dim", 64}, {"query_tile", 64}, {"key_tile", 32}, {"split_k_tokens", 32}}}};
   // Long decodes split across the pool; a small step with a prefill chunk.
   EXPECT_EQ(checkStep(kG4, {{1, 1, 1}, {500, 20, 333}, {}}, variants), "paged_attention");
   EXPECT_EQ(checkStep(kG4, {{1, 5, 1}, {300, 45, 129}, {}}, variants), "paged_attention");
-  // Above 8 tokens: prefill chunks and the same long decodes, unsplit.
+  // Above 8 tokens: prefill chunks and the same long decodes, split by the
+  // tiled kernel's pool.
   EXPECT_EQ(checkStep(kG4, {{1, 65, 1, 9}, {500, 265, 333, 9}, {}}, variants),
             "paged_attention_tiled");
 }

@@ -59,7 +59,9 @@ int64_t packedBytes(vx::WeightOp w) {
 }
 
 /// The kernel workspace one launch needs at the largest step. Split-K
-/// attention (templates/paged_attention.cu) cuts a decode sequence's
+/// attention (templates/paged_attention.cu, and paged_attention_tiled.cu
+/// for the decodes of larger steps: the variants of one op share the
+/// workspace, as only one runs per step) cuts a decode sequence's
 /// context into chunks of at least split_k_tokens positions (longer when
 /// max_model_len would need more than 256 chunks) and keeps fewer than 2 x
 /// (the most chunks of one sequence) records of (o[head_dim], max, sum) in

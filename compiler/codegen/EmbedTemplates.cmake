@@ -12,6 +12,11 @@ foreach(input ${inputs})
   string(LENGTH "${hex}" hexLength)
   math(EXPR size "${hexLength} / 2")
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  # Templates are ASCII: NVRTC's sources are plain char text.
+  if(bytes MATCHES "0x[89a-f][0-9a-f],")
+    message(FATAL_ERROR "templates/${input}: a byte outside ASCII; kernel templates are ASCII "
+                        "(write Greek letters and symbols out in comments)")
+  endif()
   string(REGEX REPLACE "((0x..,){16})" "\\1\n  " bytes "${bytes}")
   string(APPEND body "static const char kFile${index}[] = {\n  ${bytes}0x00};\n")
   string(APPEND table "    {\"${input}\", {kFile${index}, ${size}}},\n")

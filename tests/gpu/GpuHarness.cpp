@@ -3,6 +3,7 @@
 
 #include "runtime/cuda/LaunchArgs.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -73,8 +74,8 @@ Status Gpu::load(const codegen::KernelSet &set) {
       VOLT_RETURN_IF_ERROR(
           d.check(d.cuModuleLoadData(&module, k.cubin.data()), "loading " + k.request.key()));
     } else {
-      VOLT_RETURN_IF_ERROR(d.check(d.cuModuleLoadData(&module, k.ptx.c_str()),
-                                   "JIT-compiling the PTX of " + k.request.key()));
+      VOLT_ASSIGN_OR_RETURN(module,
+                            d.loadPtx(k.ptx, "JIT-compiling the PTX of " + k.request.key()));
     }
     modules_.push_back(module);
     CUfunction f = nullptr;
@@ -100,7 +101,19 @@ Result<DeviceBuffer> Gpu::allocate(size_t bytes) {
 }
 
 Status Gpu::upload(const DeviceBuffer &b, const void *data, size_t bytes) {
-  return driver_->check(driver_->cuMemcpyHtoD(b.ptr, data, bytes), "upload");
+  VOLT_RETURN_IF_ERROR(driver_->check(driver_->cuMemcpyHtoD(b.ptr, data, bytes), "upload"));
+  // From pageable memory the copy may return before its DMA lands; the
+  // kernels' non-blocking stream would not wait for it.
+  return driver_->check(driver_->cuCtxSynchronize(), "upload");
+}
+
+Status Gpu::release(const DeviceBuffer &b) {
+  VOLT_RETURN_IF_ERROR(synchronize());
+  auto it = std::find(allocations_.begin(), allocations_.end(), b.ptr);
+  if (it == allocations_.end())
+    return Error("releasing a buffer this GPU did not allocate");
+  allocations_.erase(it);
+  return driver_->check(driver_->cuMemFree(b.ptr), "freeing a buffer");
 }
 
 Status Gpu::download(void *data, const DeviceBuffer &b, size_t bytes) {
@@ -119,6 +132,25 @@ Status Gpu::synchronize() {
 Status Gpu::run(const PlannedLaunch &l,
                 const std::map<std::pair<int, uint32_t>, CUdeviceptr> &bindings, int tokens,
                 int seqs) {
+  VOLT_ASSIGN_OR_RETURN(PreparedLaunch prepared, prepare(l, bindings, tokens, seqs));
+  return launch(prepared);
+}
+
+Status Gpu::launch(const PreparedLaunch &p) {
+  if (p.grid[0] == 0 || p.grid[1] == 0 || p.grid[2] == 0)
+    return Status::success();
+  size_t size = p.params.size();
+  void *extra[] = {kLaunchParamBufferPointer, const_cast<uint8_t *>(p.params.data()),
+                   kLaunchParamBufferSize, &size, kLaunchParamEnd};
+  return driver_->check(driver_->cuLaunchKernel(p.function, p.grid[0], p.grid[1], p.grid[2],
+                                                p.block[0], p.block[1], p.block[2], p.sharedBytes,
+                                                stream_, nullptr, extra),
+                        "cuLaunchKernel");
+}
+
+Result<PreparedLaunch> Gpu::prepare(const PlannedLaunch &l,
+                                    const std::map<std::pair<int, uint32_t>, CUdeviceptr> &bindings,
+                                    int tokens, int seqs) {
   // The plan's own Launch table, packed by the cuda backend's code.
   flatbuffers::FlatBufferBuilder b;
   std::vector<flatbuffers::Offset<plan::Arg>> args;
@@ -142,27 +174,32 @@ Status Gpu::run(const PlannedLaunch &l,
                    std::to_string(o.index()) + " is not bound");
     return it->second;
   };
-  VOLT_ASSIGN_OR_RETURN(std::vector<uint8_t> params, packArguments(*launch, address, tokens, seqs));
-  size_t size = params.size();
-  void *extra[] = {kLaunchParamBufferPointer, params.data(), kLaunchParamBufferSize, &size,
-                   kLaunchParamEnd};
-  const uint64_t x = gridExtent(launch->grid_x(), tokens, seqs),
-                 y = gridExtent(launch->grid_y(), tokens, seqs),
-                 z = gridExtent(launch->grid_z(), tokens, seqs);
-  if (x == 0 || y == 0 || z == 0)
-    return Status::success();
+  PreparedLaunch p;
+  VOLT_ASSIGN_OR_RETURN(p.params, packArguments(*launch, address, tokens, seqs));
+  p.grid = {static_cast<unsigned>(gridExtent(launch->grid_x(), tokens, seqs)),
+            static_cast<unsigned>(gridExtent(launch->grid_y(), tokens, seqs)),
+            static_cast<unsigned>(gridExtent(launch->grid_z(), tokens, seqs))};
+  p.block = {l.block[0], l.block[1], l.block[2]};
+  p.sharedBytes = l.sharedBytes;
   if (l.kernel >= functions_.size())
     return Error("kernel " + std::to_string(l.kernel) + " is not loaded");
-  return driver_->check(driver_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(x),
-                                                static_cast<unsigned>(y), static_cast<unsigned>(z),
-                                                l.block[0], l.block[1], l.block[2], l.sharedBytes,
-                                                stream_, nullptr, extra),
-                        "cuLaunchKernel");
+  p.function = functions_[l.kernel];
+  return p;
 }
 
 Result<float> Gpu::time(const std::function<Status()> &work, int repeats) {
   CudaDriver &d = *driver_;
   CUevent start = nullptr, stop = nullptr;
+  struct Events {
+    CudaDriver &d;
+    CUevent &start, &stop;
+    ~Events() {
+      if (start)
+        d.cuEventDestroy(start);
+      if (stop)
+        d.cuEventDestroy(stop);
+    }
+  } events{d, start, stop};
   VOLT_RETURN_IF_ERROR(d.check(d.cuEventCreate(&start, kEventDefault), "event"));
   VOLT_RETURN_IF_ERROR(d.check(d.cuEventCreate(&stop, kEventDefault), "event"));
   VOLT_RETURN_IF_ERROR(work()); // warm-up (and PTX JIT)
@@ -173,8 +210,6 @@ Result<float> Gpu::time(const std::function<Status()> &work, int repeats) {
   VOLT_RETURN_IF_ERROR(d.check(d.cuEventSynchronize(stop), "event"));
   float ms = 0;
   VOLT_RETURN_IF_ERROR(d.check(d.cuEventElapsedTime(&ms, start, stop), "event"));
-  d.cuEventDestroy(start);
-  d.cuEventDestroy(stop);
   return ms / static_cast<float>(repeats);
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/support/Status.h"
 
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,6 +47,14 @@ struct DeviceBuffer {
   size_t bytes = 0;
 };
 
+/// A launch with its arguments packed (Gpu::prepare).
+struct PreparedLaunch {
+  cuda::CUfunction function = nullptr;
+  std::array<unsigned, 3> grid{}, block{};
+  unsigned sharedBytes = 0;
+  std::vector<uint8_t> params;
+};
+
 /// One GPU, its context and stream, and the kernels loaded on it.
 class Gpu {
 public:
@@ -67,11 +76,23 @@ public:
   Status download(void *data, const DeviceBuffer &b, size_t bytes);
   Status fill(const DeviceBuffer &b, uint8_t value);
 
+  /// Frees `b` (after the stream's work), so that a benchmark's cases do
+  /// not add up on a small GPU.
+  Status release(const DeviceBuffer &b);
+
   /// Launches `launch` (its kernel index refers to the loaded set) with the
   /// operands bound in `bindings`, at T tokens and S sequences.
   Status run(const PlannedLaunch &launch,
              const std::map<std::pair<int, uint32_t>, cuda::CUdeviceptr> &bindings, int tokens,
              int seqs);
+  /// run() in two halves: the arguments packed once (as the plan's Launch,
+  /// by the cuda backend's code), then launches that cost only the driver
+  /// call, so that a benchmark times the kernel and not the packing.
+  Result<PreparedLaunch>
+  prepare(const PlannedLaunch &launch,
+          const std::map<std::pair<int, uint32_t>, cuda::CUdeviceptr> &bindings, int tokens,
+          int seqs);
+  Status launch(const PreparedLaunch &prepared);
   Status synchronize();
   /// Milliseconds between two points recorded on the stream.
   Result<float> time(const std::function<Status()> &work, int repeats);

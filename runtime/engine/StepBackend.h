@@ -46,11 +46,47 @@ struct StepBatch {
   std::span<const int32_t> logitsRows;
 };
 
+/// A step's sampling candidates (templates/top_candidates.cu; the
+/// reference is runtime/cpu/TopCandidates.h): for each sequence s, the k
+/// largest logits of its row, larger first, equal logits by lower id (id
+/// -1 and NaN past the row's non-NaN logits), and stats[s] = (M, sum
+/// e^(x - M), sum e^((x - M) / T_s)) over the row's non-NaN logits, M their
+/// largest, the last 1 when T_s <= 0. From them the engine samples exactly
+/// whenever a request keeps only candidates; otherwise it fetches the row.
+struct StepCandidates {
+  int32_t k = 0;
+  /// i32[S * k], f32[S * k], f32[S * 3].
+  std::span<int32_t> ids;
+  std::span<float> values;
+  std::span<float> stats;
+};
+
 /// A model that runs steps. Implementations: the cpu and cuda backends
 /// executing a plan; fakes in tests.
 class StepBackend {
 public:
   virtual ~StepBackend() = default;
+
+  /// Candidates per sequence that runStepCandidates gives; 0 when the
+  /// backend has no candidate path (the engine then calls runStep).
+  virtual int32_t candidatesPerSeq() const { return 0; }
+
+  /// Runs one step as runStep does, but returns each sequence's candidates
+  /// (out.k = candidatesPerSeq(); spans of S * k, S * k and S * 3) instead
+  /// of its row; temperatures[s] is sequence s's temperature (<= 0:
+  /// greedy). The rows stay with the backend until the next step, for
+  /// fetchRows.
+  virtual Status runStepCandidates(const StepBatch &batch, std::span<const float> temperatures,
+                                   StepCandidates &out) {
+    return Error("this backend has no sampling candidates");
+  }
+
+  /// The rows of sequences `seqs` (indices into the last step's sequences,
+  /// ascending) of the last runStepCandidates step, vocab floats each, in
+  /// order, into `rows`.
+  virtual Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) {
+    return Error("this backend has no sampling candidates");
+  }
 
   /// Runs one step: writes the key and value of every token of `batch` to
   /// its slot, then computes for each sequence s the next-token logits at

@@ -157,17 +157,33 @@ bool Engine::cancel(RequestId id) {
   return true;
 }
 
+namespace {
+
+/// Tokens `seq` may not choose now (its stop tokens before min_tokens).
+std::span<const int32_t> maskedFor(const Sequence &seq) {
+  if (seq.numOutput() < seq.params.minTokens)
+    return seq.minTokensMask;
+  return {};
+}
+
+/// The uniform draw of `seq`'s next token.
+double drawFor(const Sequence &seq) { return uniformDraw(seq.seed, uint64_t(seq.numOutput())); }
+
+} // namespace
+
 Engine::Outcome Engine::processSample(Sampler &sampler, const ScheduledSeq &s,
                                       std::span<const float> logits, Clock::time_point now) {
+  const Sequence &seq = *s.seq;
+  return applySample(
+      s, sampler.sample(logits, seq.params, seq.history, maskedFor(seq), drawFor(seq)), now);
+}
+
+Engine::Outcome Engine::applySample(const ScheduledSeq &s, Result<SampledToken> sampled,
+                                    Clock::time_point now) {
   Sequence &seq = *s.seq;
   const SamplingParams &p = seq.params;
   Outcome o;
   o.seq = &seq;
-  int32_t drawIndex = seq.numOutput();
-  std::span<const int32_t> masked;
-  if (drawIndex < p.minTokens)
-    masked = seq.minTokensMask;
-  auto sampled = sampler.sample(logits, p, seq.history, masked, uniformDraw(seq.seed, drawIndex));
   if (!sampled.ok()) {
     o.finish = FinishReason::Abort;
     o.error = "sampling failed: " + sampled.message();
@@ -254,25 +270,19 @@ Result<StepStats> Engine::step() {
     return stats;
   }
 
-  const size_t vocab = size_t(config_.vocabSize);
-  logits_.resize(sched.seqs.size() * vocab);
-  Status status = backend_.runStep(buffers_.view(), logits_);
-  Clock::time_point now = Clock::now();
   std::vector<Outcome> outcomes(sched.seqs.size());
-  if (status.ok()) {
-    std::vector<size_t> sampling;
-    for (size_t i = 0; i < sched.seqs.size(); ++i)
-      if (sched.seqs[i].samples)
-        sampling.push_back(i);
-    pool_.run(sampling.size(), [&](int worker, size_t j) {
-      size_t i = sampling[j];
-      outcomes[i] = processSample(*samplers_[worker], sched.seqs[i],
-                                  std::span(logits_).subspan(i * vocab, vocab), now);
-    });
-  }
+  std::vector<size_t> sampling;
+  for (size_t i = 0; i < sched.seqs.size(); ++i)
+    if (sched.seqs[i].samples)
+      sampling.push_back(i);
+  Status status = backend_.candidatesPerSeq() > 0 ? runWithCandidates(sched, sampling, outcomes)
+                                                  : runWithRows(sched, sampling, outcomes);
 
   {
     std::lock_guard<std::mutex> lock(mu_);
+    totals_.sampledFromCandidates += stepFromCandidates_;
+    totals_.rowsFetched += stepRowsFetched_;
+    stepFromCandidates_ = stepRowsFetched_ = 0;
     if (status.ok())
       scheduler_.finishStep(sched);
     else
@@ -311,6 +321,87 @@ Result<StepStats> Engine::step() {
   if (!status.ok())
     return status.error();
   return stats;
+}
+
+Status Engine::runWithRows(const SchedulerOutput &sched, const std::vector<size_t> &sampling,
+                           std::vector<Outcome> &outcomes) {
+  const size_t vocab = size_t(config_.vocabSize);
+  logits_.resize(sched.seqs.size() * vocab);
+  VOLT_RETURN_IF_ERROR(backend_.runStep(buffers_.view(), logits_));
+  Clock::time_point now = Clock::now();
+  pool_.run(sampling.size(), [&](int worker, size_t j) {
+    size_t i = sampling[j];
+    outcomes[i] = processSample(*samplers_[worker], sched.seqs[i],
+                                std::span(logits_).subspan(i * vocab, vocab), now);
+  });
+  return Status::success();
+}
+
+Status Engine::runWithCandidates(const SchedulerOutput &sched, const std::vector<size_t> &sampling,
+                                 std::vector<Outcome> &outcomes) {
+  // The backend returns each sequence's k largest logits and normalisers;
+  // a request whose filters reach past them gets its row fetched.
+  const size_t seqs = sched.seqs.size(), vocab = size_t(config_.vocabSize);
+  const size_t k = size_t(backend_.candidatesPerSeq());
+  temperatures_.assign(seqs, 0.0f);
+  for (size_t i : sampling) {
+    const SamplingParams &p = sched.seqs[i].seq->params;
+    temperatures_[i] = p.greedy() ? 0.0f : p.temperature;
+  }
+  candidateIds_.resize(seqs * k);
+  candidateValues_.resize(seqs * k);
+  candidateStats_.resize(seqs * 3);
+  StepCandidates out{int32_t(k), candidateIds_, candidateValues_, candidateStats_};
+  VOLT_RETURN_IF_ERROR(backend_.runStepCandidates(buffers_.view(), temperatures_, out));
+  Clock::time_point now = Clock::now();
+  auto rowOf = [&](size_t i) {
+    CandidateRow row;
+    row.ids = std::span<const int32_t>(candidateIds_).subspan(i * k, k);
+    row.values = std::span<const float>(candidateValues_).subspan(i * k, k);
+    row.max = candidateStats_[i * 3];
+    row.sum1 = candidateStats_[i * 3 + 1];
+    row.sumT = candidateStats_[i * 3 + 2];
+    return row;
+  };
+  stepFromCandidates_ = stepRowsFetched_ = 0;
+  std::vector<char> needsRow(sampling.size(), 0);
+  pool_.run(sampling.size(), [&](int worker, size_t j) {
+    const size_t i = sampling[j];
+    const Sequence &seq = *sched.seqs[i].seq;
+    auto decided = samplers_[worker]->sampleCandidates(rowOf(i), seq.params, seq.history,
+                                                       maskedFor(seq), drawFor(seq));
+    if (decided.ok() && !decided->has_value()) {
+      needsRow[j] = 1;
+      return;
+    }
+    outcomes[i] = applySample(sched.seqs[i],
+                              decided.ok() ? Result<SampledToken>(std::move(**decided))
+                                           : Result<SampledToken>(decided.error()),
+                              now);
+  });
+  std::vector<int32_t> rowSeqs;
+  std::vector<size_t> rowJobs;
+  stepFromCandidates_ = sampling.size() - size_t(std::count(needsRow.begin(), needsRow.end(), 1));
+  for (size_t j = 0; j < sampling.size(); ++j)
+    if (needsRow[j]) {
+      rowSeqs.push_back(int32_t(sampling[j]));
+      rowJobs.push_back(sampling[j]);
+    }
+  if (rowSeqs.empty())
+    return Status::success();
+  stepRowsFetched_ = rowSeqs.size();
+  logits_.resize(rowSeqs.size() * vocab);
+  VOLT_RETURN_IF_ERROR(backend_.fetchRows(rowSeqs, logits_));
+  pool_.run(rowJobs.size(), [&](int worker, size_t r) {
+    const size_t i = rowJobs[r];
+    const Sequence &seq = *sched.seqs[i].seq;
+    outcomes[i] = applySample(sched.seqs[i],
+                              samplers_[worker]->sampleRow(
+                                  std::span<const float>(logits_).subspan(r * vocab, vocab),
+                                  rowOf(i), seq.params, seq.history, maskedFor(seq), drawFor(seq)),
+                              now);
+  });
+  return Status::success();
 }
 
 void Engine::deliver(std::vector<Delivery> &deliveries) {

@@ -53,6 +53,10 @@ struct EngineStats {
   uint64_t generationTokens = 0;
   uint64_t numSteps = 0;
   uint64_t numFinished = 0;
+  /// With a backend that gives sampling candidates: tokens they decided,
+  /// and tokens whose logits row had to be fetched.
+  uint64_t sampledFromCandidates = 0;
+  uint64_t rowsFetched = 0;
   /// The last backend failure, if any.
   std::string lastError;
 };
@@ -128,6 +132,16 @@ private:
   bool hasWorkLocked() const;
   Outcome processSample(Sampler &sampler, const ScheduledSeq &s, std::span<const float> logits,
                         Clock::time_point now);
+  // The token (or the sampling error) applied to the sequence: stop checks,
+  // detokenization, finish reasons.
+  Outcome applySample(const ScheduledSeq &s, Result<SampledToken> sampled, Clock::time_point now);
+  // Runs the step and samples `sampling` (indices into sched.seqs) from
+  // whole rows, or from the backend's candidates (fetching the rows of
+  // requests they do not decide).
+  Status runWithRows(const SchedulerOutput &sched, const std::vector<size_t> &sampling,
+                     std::vector<Outcome> &outcomes);
+  Status runWithCandidates(const SchedulerOutput &sched, const std::vector<size_t> &sampling,
+                           std::vector<Outcome> &outcomes);
   RequestOutput makeOutput(const Sequence &seq) const;
   // Removes a sequence (blocks freed) and queues its final output.
   void finishLocked(Sequence *seq, RequestOutput output, std::vector<Delivery> &out);
@@ -150,6 +164,10 @@ private:
   std::vector<std::unique_ptr<Sampler>> samplers_; // one per pool thread
   StepBuffers buffers_;
   std::vector<float> logits_;
+  std::vector<float> temperatures_, candidateValues_, candidateStats_;
+  std::vector<int32_t> candidateIds_;
+  // This step's candidate-path counts, added to totals_ under the lock.
+  uint64_t stepFromCandidates_ = 0, stepRowsFetched_ = 0;
 };
 
 } // namespace volt::engine

@@ -67,6 +67,16 @@ struct SampledToken {
 /// A uniform number in [0, 1): draw `index` of the stream `seed`.
 double uniformDraw(uint64_t seed, uint64_t index);
 
+/// One sequence's sampling candidates (StepCandidates, StepBackend.h): the
+/// k largest logits, larger first, equal logits by lower id (id -1 past
+/// the row's non-NaN logits), the row's largest logit, sum e^(x - M) and
+/// sum e^((x - M) / T) at the request's temperature.
+struct CandidateRow {
+  std::span<const int32_t> ids;
+  std::span<const float> values;
+  float max = 0, sum1 = 0, sumT = 0;
+};
+
 /// Samples rows of logits. Holds vocabulary-sized scratch buffers, so one
 /// sampler serves many requests, one row at a time (not thread-safe).
 class Sampler {
@@ -80,6 +90,25 @@ public:
   Result<SampledToken> sample(std::span<const float> logits, const SamplingParams &params,
                               const TokenHistory &history, std::span<const int32_t> masked,
                               double uniform);
+
+  /// The token `sample` would choose, from the candidates alone, when they
+  /// decide it: greedy; top_k within the candidates; a min_p or top_p set
+  /// inside them; plain temperature when the draw lands on a candidate;
+  /// logprobs of at most k alternatives. Empty when the request needs its
+  /// row (logit bias, masked tokens, penalties, or filters reaching past
+  /// the candidates): then sampleRow, with the same arguments and the row.
+  /// Draws walk the candidates most likely first, so for plain temperature
+  /// the row's draw continues the same walk (sampleRow).
+  Result<std::optional<SampledToken>>
+  sampleCandidates(const CandidateRow &row, const SamplingParams &params,
+                   const TokenHistory &history, std::span<const int32_t> masked, double uniform);
+  /// The draw for a request sampleCandidates left undecided, from its row:
+  /// sample(), except for plain temperature, whose draw walks the
+  /// candidates first (most likely first) and then the other tokens by id,
+  /// so that it continues the walk the candidates began.
+  Result<SampledToken> sampleRow(std::span<const float> logits, const CandidateRow &row,
+                                 const SamplingParams &params, const TokenHistory &history,
+                                 std::span<const int32_t> masked, double uniform);
 
   /// The distribution `sample` draws from (one probability per token; for
   /// greedy, 1 at the argmax). For tests and tools.

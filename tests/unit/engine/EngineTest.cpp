@@ -129,6 +129,89 @@ TEST(Engine, SamplerThreadsDoNotChangeOutputs) {
   }
 }
 
+TEST(Engine, CandidatePathSamplesWhatTheRowsWould) {
+  // A backend that returns each sequence's 8 largest logits: greedy and
+  // penalized requests get exactly the rows' tokens (the latter from
+  // fetched rows), filtered requests are decided by the candidates, and
+  // every run of the same workload gives the same tokens.
+  std::map<RequestId, Collected> results[2];
+  EngineStats stats[2];
+  for (int run = 0; run < 2; ++run) {
+    EngineConfig cfg = smallConfig();
+    cfg.samplerThreads = run == 0 ? 1 : 3;
+    cfg.maxNumBatchedTokens = 40;
+    Harness h(cfg);
+    h.model->candidateK = 8;
+    std::mt19937 rng(41);
+    for (int i = 0; i < 18; ++i) {
+      SamplingParams p = greedy(4 + int32_t(rng() % 12));
+      p.seed = uint64_t(100 + i);
+      switch (i % 6) {
+      case 0: // greedy
+        break;
+      case 1: // penalties: the row is fetched
+        p.temperature = 0.8f;
+        p.repetitionPenalty = 1.3f;
+        p.presencePenalty = 0.4f;
+        break;
+      case 2: // top_k inside the candidates
+        p.temperature = 1.1f;
+        p.topK = 5;
+        break;
+      case 3: // nucleus: inside or past the candidates
+        p.temperature = 0.9f;
+        p.topP = 0.7f;
+        break;
+      case 4: // plain temperature: the draw decides
+        p.temperature = 1.0f;
+        break;
+      case 5: // more logprobs than candidates: the row
+        p.temperature = 0;
+        p.logprobs = 12;
+        break;
+      }
+      h.submit(randomPrompt(rng, 1 + int32_t(rng() % 20), cfg.vocabSize), p);
+    }
+    h.runToIdle();
+    results[run] = h.results;
+    stats[run] = h.engine->stats();
+    EXPECT_GT(h.model->rowsFetched, 0);
+    EXPECT_EQ(stats[run].rowsFetched, uint64_t(h.model->rowsFetched));
+    EXPECT_GT(stats[run].sampledFromCandidates, 0u);
+    EXPECT_EQ(stats[run].sampledFromCandidates + stats[run].rowsFetched,
+              stats[run].generationTokens);
+  }
+  ASSERT_EQ(results[0].size(), results[1].size());
+  for (const auto &[id, c] : results[0]) {
+    EXPECT_TRUE(c.finished) << id;
+    EXPECT_EQ(c.tokens, results[1][id].tokens) << id;
+  }
+}
+
+TEST(Engine, CandidatePathGreedyAndPenalizedTokensAreTheReferences) {
+  EngineConfig cfg = smallConfig();
+  Harness h(cfg);
+  h.model->candidateK = 4;
+  std::mt19937 rng(43);
+  std::vector<std::tuple<RequestId, std::vector<int32_t>, SamplingParams>> requests;
+  for (int i = 0; i < 10; ++i) {
+    SamplingParams p = greedy(10);
+    p.seed = uint64_t(7 + i);
+    if (i % 2) {
+      p.temperature = 0.7f;
+      p.frequencyPenalty = 0.5f;
+    }
+    auto prompt = randomPrompt(rng, 5 + i, cfg.vocabSize);
+    requests.push_back({h.submit(prompt, p), prompt, p});
+  }
+  h.runToIdle();
+  for (const auto &[id, prompt, p] : requests)
+    EXPECT_EQ(h.results[id].tokens, referenceTokens(prompt, 10, p, *p.seed, cfg.vocabSize)) << id;
+  // Greedy sequences were sent temperature 0, sampled ones their own.
+  for (float t : h.model->lastTemperatures)
+    EXPECT_TRUE(t == 0.0f || t == 0.7f) << t;
+}
+
 TEST(Engine, UnseededRequestsFollowTheEngineSeed) {
   EngineConfig cfg = smallConfig();
   cfg.seed = 5;

@@ -12,9 +12,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/cpu/TopCandidates.h"
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/StepBackend.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -60,7 +62,50 @@ public:
   std::function<Status(const StepBatch &)> beforeStep;
   std::vector<StepRecord> steps;
 
+  /// With candidateK > 0 the model also serves the candidate path: each
+  /// sequence's candidates from cpu::topCandidates (the GPU kernel's
+  /// reference), rows kept for fetchRows until the next step.
+  int32_t candidateK = 0;
+  /// Rows fetched, and the temperatures of the last candidate step.
+  int32_t rowsFetched = 0;
+  std::vector<float> lastTemperatures;
+
+  int32_t candidatesPerSeq() const override { return candidateK; }
+
+  Status runStepCandidates(const StepBatch &b, std::span<const float> temperatures,
+                           StepCandidates &out) override {
+    const size_t seqs = size_t(b.numSeqs), k = size_t(candidateK);
+    if (candidateK <= 0 || out.k != candidateK || temperatures.size() != seqs ||
+        out.ids.size() != seqs * k || out.values.size() != seqs * k || out.stats.size() != seqs * 3)
+      return Error("fake model: candidate arrays disagree with S and k");
+    rows_.assign(seqs * vocab_, 0.0f);
+    VOLT_RETURN_IF_ERROR(runStep(b, rows_));
+    rowsValid_ = true;
+    lastTemperatures.assign(temperatures.begin(), temperatures.end());
+    cpu::ThreadPool pool(1);
+    cpu::topCandidates({int64_t(seqs), vocab_, candidateK}, rows_.data(), temperatures.data(),
+                       out.ids.data(), out.values.data(), out.stats.data(), pool);
+    return Status::success();
+  }
+
+  Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override {
+    if (!rowsValid_)
+      return Error("fake model: no candidate step to fetch rows of");
+    if (rows.size() != seqs.size() * vocab_)
+      return Error("fake model: rows do not hold the sequences asked for");
+    for (size_t j = 0; j < seqs.size(); ++j) {
+      if (seqs[j] < 0 || size_t(seqs[j]) * vocab_ >= rows_.size() ||
+          (j > 0 && seqs[j] <= seqs[j - 1]))
+        return Error("fake model: row indices out of range or not ascending");
+      std::copy_n(rows_.begin() + ptrdiff_t(size_t(seqs[j]) * vocab_), vocab_,
+                  rows.begin() + ptrdiff_t(j * vocab_));
+    }
+    rowsFetched += int32_t(seqs.size());
+    return Status::success();
+  }
+
   Status runStep(const StepBatch &b, std::span<float> logits) override {
+    rowsValid_ = false;
     if (beforeStep)
       VOLT_RETURN_IF_ERROR(beforeStep(b));
     VOLT_RETURN_IF_ERROR(checkShapes(b, logits));
@@ -88,6 +133,9 @@ public:
   }
 
 private:
+  std::vector<float> rows_;
+  bool rowsValid_ = false;
+
   struct Slot {
     int32_t token = -1;
     int32_t position = -1;

@@ -1,5 +1,6 @@
 //===- SamplerTest.cpp - each sampling option against hand computation ----===//
 #include "runtime/engine/Sampler.h"
+#include "runtime/cpu/TopCandidates.h"
 
 #include <gtest/gtest.h>
 
@@ -441,6 +442,207 @@ TEST(SamplingParams, InvalidValuesAreNamed) {
   ok.logprobs = 20;
   ok.stop = {"x"};
   EXPECT_TRUE(validateSamplingParams(ok, 100, 20).ok());
+}
+
+} // namespace
+} // namespace volt::engine
+
+namespace volt::engine {
+namespace {
+
+// The backend's candidates of a row (runtime/cpu/TopCandidates.h is the
+// reference the GPU kernel is checked against).
+struct Candidates {
+  std::vector<int32_t> ids;
+  std::vector<float> values, stats;
+  CandidateRow row() const { return {ids, values, stats[0], stats[1], stats[2]}; }
+};
+
+Candidates candidatesOf(const std::vector<float> &logits, int32_t k, float temperature) {
+  Candidates c;
+  c.ids.resize(size_t(k));
+  c.values.resize(size_t(k));
+  c.stats.resize(3);
+  cpu::ThreadPool pool(1);
+  const float t = temperature;
+  cpu::topCandidates({1, int64_t(logits.size()), k}, logits.data(), &t, c.ids.data(),
+                     c.values.data(), c.stats.data(), pool);
+  return c;
+}
+
+// The distribution the candidate path draws from, measured exactly enough
+// by sweeping the draw over a fine grid: each token's share of the grid.
+// Also counts the draws that needed the row.
+std::vector<double> candidatePathShares(Sampler &s, const std::vector<float> &logits,
+                                        const Candidates &c, const SamplingParams &p, int grid,
+                                        int &rowDraws) {
+  std::vector<double> shares(logits.size(), 0.0);
+  rowDraws = 0;
+  for (int i = 0; i < grid; ++i) {
+    const double u = (i + 0.5) / grid;
+    auto decided = s.sampleCandidates(c.row(), p, {}, {}, u);
+    EXPECT_TRUE(decided.ok()) << decided.message();
+    int32_t token;
+    if (decided.ok() && decided->has_value()) {
+      token = (*decided)->token;
+    } else {
+      ++rowDraws;
+      auto r = s.sampleRow(logits, c.row(), p, {}, {}, u);
+      EXPECT_TRUE(r.ok()) << r.message();
+      token = r.ok() ? r->token : 0;
+    }
+    shares[size_t(token)] += 1.0 / grid;
+  }
+  return shares;
+}
+
+TEST(CandidateSampler, DrawsFromTheSameDistributionAsTheRow) {
+  // A smaller vocabulary than a real model's keeps the sweep of row draws
+  // quick; 64 candidates of 8,192 still leave a long tail.
+  const int32_t vocab = 8192, k = 64;
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal(0, 2.5f);
+  std::vector<float> logits(vocab);
+  for (float &l : logits)
+    l = normal(rng);
+  for (int i = 0; i < 30; ++i) // a few likely tokens, some tied
+    logits[rng() % vocab] = 9.0f + float(i % 10) * 0.5f;
+  enum Rows { None, Some, All };
+  struct Case {
+    float temperature, topP, minP;
+    int32_t topK;
+    Rows rows; // how many draws must fetch the row
+  } cases[] = {
+      {0.7f, 0.8f, 0, 0, None},     // nucleus inside the candidates
+      {1.0f, 1.0f, 0, 20, None},    // top_k inside
+      {0.8f, 0.9f, 0, 40, None},    // both
+      {1.0f, 1.0f, 0.05f, 0, None}, // min_p inside
+      {0.5f, 1.0f, 0, 0, None},     // plain temperature, peaked: every draw lands on a candidate
+      {1.2f, 1.0f, 0, 0, Some},     // plain temperature: most draws land on a candidate
+      {3.0f, 1.0f, 0, 0, Some},     // plain temperature, flat: many in the tail
+      {2.0f, 0.99f, 0, 0, All},     // the nucleus reaches past 64 tokens
+      {1.0f, 1.0f, 0, 200, All},    // top_k beyond the candidates
+      {1.0f, 1.0f, 1e-4f, 0, All},  // min_p below the last candidate
+  };
+  Sampler s(vocab);
+  for (const Case &c : cases) {
+    SamplingParams p;
+    p.temperature = c.temperature;
+    p.topP = c.topP;
+    p.minP = c.minP;
+    p.topK = c.topK;
+    auto want = s.probabilities(logits, p, {}, {});
+    ASSERT_TRUE(want.ok());
+    const Candidates cand = candidatesOf(logits, k, c.temperature);
+    const int grid = 4000;
+    int rowDraws = 0;
+    auto got = candidatePathShares(s, logits, cand, p, grid, rowDraws);
+    const std::string what = "T " + std::to_string(c.temperature) + " top_p " +
+                             std::to_string(c.topP) + " top_k " + std::to_string(c.topK) +
+                             " min_p " + std::to_string(c.minP);
+    if (c.rows == None)
+      EXPECT_EQ(rowDraws, 0) << what;
+    if (c.rows == Some) {
+      EXPECT_GT(rowDraws, 0) << what;
+      EXPECT_LT(rowDraws, grid) << what;
+    }
+    if (c.rows == All)
+      EXPECT_EQ(rowDraws, grid) << what;
+    // A token's share of the grid is within one step of its probability
+    // (plus the backend's and the host's sums' rounding).
+    double worst = 0;
+    for (int32_t i = 0; i < vocab; ++i)
+      worst = std::max(worst, std::fabs(got[size_t(i)] - double((*want)[size_t(i)])));
+    EXPECT_LT(worst, 2.0 / grid + 1e-5) << what;
+  }
+}
+
+TEST(CandidateSampler, GreedyAndLogprobsAreTheRowsOwn) {
+  const int32_t vocab = 151936, k = 64;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0, 3);
+  std::vector<float> logits(vocab);
+  for (float &l : logits)
+    l = std::round(normal(rng) * 2) / 2; // ties, the lowest id must win
+  Sampler s(vocab);
+  for (float t : {0.0f, 0.8f}) {
+    SamplingParams p;
+    p.temperature = t;
+    p.topK = 10;
+    p.logprobs = 5;
+    const Candidates c = candidatesOf(logits, k, t);
+    for (double u : {0.1, 0.6, 0.95}) {
+      auto decided = s.sampleCandidates(c.row(), p, {}, {}, u);
+      ASSERT_TRUE(decided.ok() && decided->has_value());
+      auto full = s.sample(logits, p, {}, {}, u);
+      ASSERT_TRUE(full.ok());
+      if (t == 0)
+        EXPECT_EQ((*decided)->token, full->token);
+      // Logprobs of the token the candidates chose, against the row's.
+      auto row = s.sample(logits, p, {}, {}, u);
+      const SampleLogprobs &a = *(*decided)->logprobs;
+      ASSERT_EQ(a.top.size(), 5u);
+      for (size_t j = 0; j < 5; ++j) {
+        EXPECT_EQ(a.top[j].token, row->logprobs->top[j].token);
+        EXPECT_NEAR(a.top[j].logprob, row->logprobs->top[j].logprob, 1e-5);
+      }
+      int32_t rank = 1;
+      for (float x : logits)
+        rank += x > logits[size_t((*decided)->token)];
+      EXPECT_EQ(a.rank, rank);
+    }
+  }
+}
+
+TEST(CandidateSampler, EditsAndLongLogprobsNeedTheRow) {
+  const int32_t vocab = 1000, k = 16;
+  std::vector<float> logits(vocab);
+  for (int32_t i = 0; i < vocab; ++i)
+    logits[size_t(i)] = float(i % 97) * 0.1f;
+  const Candidates c = candidatesOf(logits, k, 1.0f);
+  Sampler s(vocab);
+  SamplingParams penalized;
+  penalized.repetitionPenalty = 1.2f;
+  SamplingParams biased;
+  biased.logitBias = {{3, 2.0f}};
+  SamplingParams manyLogprobs;
+  manyLogprobs.temperature = 0;
+  manyLogprobs.logprobs = 17;
+  for (const SamplingParams &p : {penalized, biased, manyLogprobs}) {
+    auto decided = s.sampleCandidates(c.row(), p, {}, {}, 0.5);
+    ASSERT_TRUE(decided.ok());
+    EXPECT_FALSE(decided->has_value());
+  }
+  // Masked tokens (stop tokens before min_tokens) too.
+  SamplingParams plain;
+  plain.temperature = 0;
+  const std::vector<int32_t> masked = {96};
+  auto decided = s.sampleCandidates(c.row(), plain, {}, masked, 0.5);
+  ASSERT_TRUE(decided.ok());
+  EXPECT_FALSE(decided->has_value());
+}
+
+TEST(CandidateSampler, ARowWithFewerLogitsThanCandidatesIsDecidedWhole) {
+  // 10 finite logits, the rest NaN: every filter is decided from the 16
+  // candidates (the last 6 absent).
+  const int32_t vocab = 1000, k = 16;
+  std::vector<float> logits(vocab, std::nanf(""));
+  for (int i = 0; i < 10; ++i)
+    logits[size_t(i * 37)] = float(i) * 0.3f;
+  const Candidates c = candidatesOf(logits, k, 2.0f);
+  EXPECT_EQ(c.ids[10], -1);
+  Sampler s(vocab);
+  SamplingParams p;
+  p.temperature = 2.0f;
+  p.topK = 12;
+  p.topP = 0.999f;
+  int rowDraws = 0;
+  auto got = candidatePathShares(s, logits, c, p, 10000, rowDraws);
+  EXPECT_EQ(rowDraws, 0);
+  auto want = s.probabilities(logits, p, {}, {});
+  ASSERT_TRUE(want.ok());
+  for (int32_t i = 0; i < vocab; ++i)
+    EXPECT_NEAR(got[size_t(i)], (*want)[size_t(i)], 2e-4) << i;
 }
 
 } // namespace

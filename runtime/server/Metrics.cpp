@@ -165,6 +165,12 @@ std::string Metrics::render(const engine::EngineStats *stats, const EngineInfo &
   header(out, "volt:prefix_cache_hits_total", "counter",
          "Prompt tokens found in the prefix cache.");
   sample(out, "volt:prefix_cache_hits_total", m, double(s.prefixCacheHits));
+  header(out, "volt:sampled_from_candidates_total", "counter",
+         "Tokens sampled from the backend's candidates (no logits row crossed to the host).");
+  sample(out, "volt:sampled_from_candidates_total", m, double(s.sampledFromCandidates));
+  header(out, "volt:logits_rows_fetched_total", "counter",
+         "Tokens whose logits row was fetched because the candidates did not decide them.");
+  sample(out, "volt:logits_rows_fetched_total", m, double(s.rowsFetched));
 
   lock.lock();
   header(out, "volt:request_success_total", "counter",

@@ -1,5 +1,6 @@
 //===- CpuBackend.cpp -----------------------------------------------------===//
 #include "runtime/executor/CpuBackend.h"
+#include "runtime/cpu/TopCandidates.h"
 
 #include "runtime/cpu/Ops.h"
 #include "runtime/numerics/Half.h"
@@ -14,7 +15,9 @@ namespace {
 using plan::OperandKind;
 using plan::OpKind;
 
-cpu::DType cpuDtype(plan::DType d) { return d == plan::DType::F32 ? cpu::DType::F32 : cpu::DType::F16; }
+cpu::DType cpuDtype(plan::DType d) {
+  return d == plan::DType::F32 ? cpu::DType::F32 : cpu::DType::F16;
+}
 
 struct AlignedFree {
   void operator()(uint8_t *p) const { std::free(p); }
@@ -34,6 +37,12 @@ AlignedBytes alignedZeros(uint64_t bytes) {
 struct CpuBackend::Shared {
   std::unique_ptr<cpu::Communicator> communicator;
   int threadsPerRank = 1;
+  /// Candidates per sequence (0: none), the last candidate step's rows and
+  /// how many sequences they hold (0: none to fetch).
+  int candidates = 0;
+  std::vector<float> rows;
+  size_t rowSeqs = 0;
+  std::unique_ptr<cpu::ThreadPool> candidatePool;
 };
 
 struct CpuBackend::RankState {
@@ -69,11 +78,20 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
                      "' has a layout the cpu backend does not read");
   std::unique_ptr<CpuBackend> backend(new CpuBackend(loaded));
   int ranks = static_cast<int>(p.ranks()->size());
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::thread::hardware_concurrency());
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   backend->shared_ = std::make_unique<Shared>();
   backend->shared_->threadsPerRank = std::max(1, threads / ranks);
   backend->shared_->communicator = std::make_unique<cpu::Communicator>(ranks);
+  const int k = options.candidates;
+  if (k < 0 || k > 256 || (k & (k - 1)) != 0 || static_cast<uint32_t>(k) > p.model()->vocab_size())
+    return Error("sampling candidates: expected 0 or a power of two up to 256 and the "
+                 "vocabulary, found " +
+                 std::to_string(k));
+  backend->shared_->candidates = k;
+  if (k > 0)
+    backend->shared_->candidatePool =
+        std::make_unique<cpu::ThreadPool>(backend->shared_->threadsPerRank * ranks);
   uint64_t outputFloats =
       static_cast<uint64_t>(p.limits()->max_num_seqs()) * p.model()->vocab_size();
   for (const plan::Rank *r : *p.ranks()) {
@@ -118,11 +136,57 @@ uint64_t CpuBackend::hostBytes() const {
 
 int CpuBackend::threadsPerRank() const { return shared_->threadsPerRank; }
 
+int32_t CpuBackend::candidatesPerSeq() const { return shared_->candidates; }
+
+Status CpuBackend::runStepCandidates(const engine::StepBatch &batch,
+                                     std::span<const float> temperatures,
+                                     engine::StepCandidates &out) {
+  const size_t seqs = static_cast<size_t>(std::max(batch.numSeqs, 0));
+  const size_t k = static_cast<size_t>(shared_->candidates);
+  if (k == 0)
+    return Error("this backend was created without sampling candidates");
+  if (out.k != shared_->candidates || temperatures.size() != seqs || out.ids.size() != seqs * k ||
+      out.values.size() != seqs * k || out.stats.size() != seqs * 3)
+    return Error("sampling candidates: arrays of " + std::to_string(out.ids.size()) + ", " +
+                 std::to_string(out.values.size()) + " and " + std::to_string(out.stats.size()) +
+                 " for " + std::to_string(seqs) + " sequences x " + std::to_string(k));
+  const size_t vocab = plan_.plan().model()->vocab_size();
+  shared_->rowSeqs = 0;
+  shared_->rows.resize(seqs * vocab);
+  VOLT_RETURN_IF_ERROR(runStep(batch, shared_->rows));
+  shared_->rowSeqs = seqs;
+  cpu::topCandidates(
+      {static_cast<int64_t>(seqs), static_cast<int64_t>(vocab), static_cast<int64_t>(k)},
+      shared_->rows.data(), temperatures.data(), out.ids.data(), out.values.data(),
+      out.stats.data(), *shared_->candidatePool);
+  return Status::success();
+}
+
+Status CpuBackend::fetchRows(std::span<const int32_t> seqs, std::span<float> rows) {
+  const size_t vocab = plan_.plan().model()->vocab_size();
+  if (shared_->rowSeqs == 0)
+    return Error("no step's rows to fetch (after runStepCandidates only)");
+  if (rows.size() != seqs.size() * vocab)
+    return Error("rows buffer of " + std::to_string(rows.size()) + " floats for " +
+                 std::to_string(seqs.size()) + " rows x " + std::to_string(vocab));
+  for (size_t j = 0; j < seqs.size(); ++j) {
+    if (seqs[j] < 0 || static_cast<size_t>(seqs[j]) >= shared_->rowSeqs ||
+        (j > 0 && seqs[j] <= seqs[j - 1]))
+      return Error("row " + std::to_string(seqs[j]) + ": expected ascending sequences of the " +
+                   std::to_string(shared_->rowSeqs) + " in the last step");
+    std::copy_n(shared_->rows.begin() + static_cast<std::ptrdiff_t>(seqs[j] * vocab), vocab,
+                rows.begin() + static_cast<std::ptrdiff_t>(j * vocab));
+  }
+  return Status::success();
+}
+
 Status CpuBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
+  shared_->rowSeqs = 0; // a candidate step's rows are gone
   const plan::Plan &p = plan_.plan();
   const plan::Limits *limits = p.limits();
   uint32_t vocab = p.model()->vocab_size();
-  if (batch.numTokens < 1 || static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
+  if (batch.numTokens < 1 ||
+      static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
     return Error("step of " + std::to_string(batch.numTokens) + " tokens; the plan serves 1.." +
                  std::to_string(limits->max_num_batched_tokens()) + " per step");
   if (batch.numSeqs < 1 || batch.numSeqs > batch.numTokens ||
@@ -178,8 +242,7 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     case OperandKind::Weight:
       return const_cast<uint8_t *>(rs.pack.data()) + rank->weights()->Get(o->index())->offset();
     case OperandKind::Output:
-      return reinterpret_cast<uint8_t *>(rs.index == 0 ? logits.data()
-                                                        : rs.outputScratch.data());
+      return reinterpret_cast<uint8_t *>(rs.index == 0 ? logits.data() : rs.outputScratch.data());
     case OperandKind::Input: {
       std::span<const int32_t> in;
       switch (static_cast<plan::StepInput>(o->index())) {
@@ -272,8 +335,8 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       break;
     }
     case OpKind::RmsNorm:
-      cpu::rmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0))}, pointer(at(0)),
-                   f16(at(1)), f16(at(2)), pool);
+      cpu::rmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0))}, pointer(at(0)), f16(at(1)),
+                   f16(at(2)), pool);
       break;
     case OpKind::AddRmsNorm:
       cpu::addRmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0)), dtype(at(1))},
@@ -281,8 +344,7 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       break;
     case OpKind::Linear:
       cpu::linear({rows(at(0)), pm->dim(), pm->out_features(), cpuDtype(pm->out_dtype())},
-                  f16(at(0)), f16(at(1)), n == 4 ? f16(at(2)) : nullptr, pointer(at(n - 1)),
-                  pool);
+                  f16(at(0)), f16(at(1)), n == 4 ? f16(at(2)) : nullptr, pointer(at(n - 1)), pool);
       break;
     case OpKind::QLinear: {
       cpu::QLinearParams q;
@@ -293,25 +355,24 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       q.globalScales = scales(at(1));
       q.outDtype = cpuDtype(pm->out_dtype());
       q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
-      cpu::qlinear(q, f16(at(0)), nvfp4(at(1)), n == 4 ? f16(at(2)) : nullptr,
-                   pointer(at(n - 1)), pool);
+      cpu::qlinear(q, f16(at(0)), nvfp4(at(1)), n == 4 ? f16(at(2)) : nullptr, pointer(at(n - 1)),
+                   pool);
       break;
     }
     case OpKind::QkNormRope:
-      cpu::qkNormRope({T, pm->num_heads(), pm->num_kv_heads(), pm->head_dim(), pm->rope_theta(),
-                       pm->eps()},
-                      f16(at(0)), i32(at(1)), n == 4 ? f16(at(2)) : nullptr,
-                      n == 4 ? f16(at(3)) : nullptr, pool);
+      cpu::qkNormRope(
+          {T, pm->num_heads(), pm->num_kv_heads(), pm->head_dim(), pm->rope_theta(), pm->eps()},
+          f16(at(0)), i32(at(1)), n == 4 ? f16(at(2)) : nullptr, n == 4 ? f16(at(3)) : nullptr,
+          pool);
       break;
     case OpKind::Attention: {
       uint64_t layer = at(1)->index();
       cpu::PagedKvCache cache{rs.keys.data() + layer * rs.layerElements,
                               rs.values.data() + layer * rs.layerElements, kv->num_blocks(),
                               kv->block_size()};
-      cpu::StepBatch meta{i32(at(2)), i32(at(3)), i32(at(4)), i32(at(5)),
-                          batch.maxBlocksPerSeq};
-      cpu::attention({T, S, pm->num_heads(), pm->num_kv_heads(), pm->head_dim()}, f16(at(0)),
-                     meta, cache, f16(at(6)), pool);
+      cpu::StepBatch meta{i32(at(2)), i32(at(3)), i32(at(4)), i32(at(5)), batch.maxBlocksPerSeq};
+      cpu::attention({T, S, pm->num_heads(), pm->num_kv_heads(), pm->head_dim()}, f16(at(0)), meta,
+                     cache, f16(at(6)), pool);
       break;
     }
     case OpKind::SiluMul:
@@ -336,8 +397,7 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       q.globalScales = scales(at(3));
       q.gatherTokens = pm->gather_tokens();
       q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
-      cpu::moeGroupedQLinear(q, f16(at(0)), i32(at(1)), i32(at(2)), nvfp4(at(3)), f16(at(4)),
-                             pool);
+      cpu::moeGroupedQLinear(q, f16(at(0)), i32(at(1)), i32(at(2)), nvfp4(at(3)), f16(at(4)), pool);
       break;
     }
     case OpKind::MoeGroupedLinear: {
@@ -365,8 +425,8 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
                                        rows(at(0)) * pm->dim(), dtype(at(0)));
       break;
     case OpKind::AllGather:
-      shared_->communicator->allGather(static_cast<int>(rs.index), pointer(at(0)),
-                                       pointer(at(1)), rows(at(0)), pm->dim(), dtype(at(0)));
+      shared_->communicator->allGather(static_cast<int>(rs.index), pointer(at(0)), pointer(at(1)),
+                                       rows(at(0)), pm->dim(), dtype(at(0)));
       break;
     case OpKind::GatherRows:
       cpu::gatherRows({S, pm->dim(), dtype(at(0))}, pointer(at(0)), i32(at(1)), pointer(at(2)),

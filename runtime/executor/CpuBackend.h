@@ -21,6 +21,11 @@ namespace volt::executor {
 struct CpuBackendOptions {
   /// Threads in all (split over the ranks); 0: one per hardware thread.
   int threads = 0;
+  /// Sampling candidates per sequence (a power of two up to 256; 0: none,
+  /// the engine samples whole rows). The cpu backend gains nothing from
+  /// them, its rows being in host memory already; they let tests run the
+  /// engine's candidate path, which the cuda backend takes, on real plans.
+  int candidates = 0;
 };
 
 class CpuBackend : public engine::StepBackend {
@@ -33,6 +38,10 @@ public:
   ~CpuBackend() override;
 
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
+  int32_t candidatesPerSeq() const override;
+  Status runStepCandidates(const engine::StepBatch &batch, std::span<const float> temperatures,
+                           engine::StepCandidates &out) override;
+  Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override;
 
   /// Host bytes held for arenas and KV caches, all ranks together.
   uint64_t hostBytes() const;

@@ -69,6 +69,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
   if (!s->backend_) {
     executor::CpuBackendOptions cpuOptions;
     cpuOptions.threads = options.threads;
+    cpuOptions.candidates = options.cpuCandidates;
     auto cpu = executor::CpuBackend::create(*s->loaded_, cpuOptions);
     if (!cpu)
       return cpu.error();

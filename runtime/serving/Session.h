@@ -25,6 +25,9 @@ struct SessionOptions {
   std::string backend = "auto";
   /// CPU threads for the cpu backend (0: all).
   int threads = 0;
+  /// The cpu backend's sampling candidates per sequence (0: none; see
+  /// CpuBackendOptions::candidates): for tests of the candidate path.
+  int cpuCandidates = 0;
   /// Threads that sample a step's sequences (0: one per core, at most 8).
   /// The backend is idle while they run, so they may share its cores.
   int samplerThreads = 0;

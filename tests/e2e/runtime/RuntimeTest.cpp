@@ -61,8 +61,8 @@ std::vector<float> prefillLogits(const std::filesystem::path &planPath,
   int32_t blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
   int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   int32_t n = static_cast<int32_t>(ids.size());
-  std::vector<int32_t> positions(ids.size()), slots(ids.size()), starts = {0, n},
-      lens = {n}, table(static_cast<size_t>(width), 0), rows = {n - 1};
+  std::vector<int32_t> positions(ids.size()), slots(ids.size()),
+      starts = {0, n}, lens = {n}, table(static_cast<size_t>(width), 0), rows = {n - 1};
   std::iota(positions.begin(), positions.end(), 0);
   std::iota(slots.begin(), slots.end(), 0);
   for (int32_t b = 0; b < width; ++b)
@@ -158,6 +158,80 @@ TEST(Runtime, BatchingDoesNotChangeGreedyOutput) {
   for (int i = 0; i < n; ++i)
     EXPECT_EQ(together[static_cast<size_t>(i)], alone[static_cast<size_t>(i)]) << "request " << i;
   EXPECT_EQ(s->engine().stats().kvCache.usedBlocks, 0);
+}
+
+TEST(Runtime, TheCandidatePathGivesTheRowPathsGreedyTokens) {
+  // The engine sampling from 64 candidates per sequence (the cuda
+  // backend's path; here the cpu backend computes them with
+  // cpu::topCandidates) against whole rows: the same greedy tokens for
+  // every family at tp 1 and 2; sampled requests are reproducible and
+  // mostly decided without rows.
+  for (const char *family : {"qwen3-moe", "qwen2-moe", "mixtral", "qwen3"})
+    for (int tp : {1, 2}) {
+      PlanRequest r;
+      r.family = family;
+      r.tensorParallelSize = tp;
+      auto planPath = compilePlan(r);
+      std::vector<int32_t> tokens[2];
+      for (int candidates : {0, 64}) {
+        serving::SessionOptions options;
+        options.backend = "cpu";
+        options.cpuCandidates = candidates;
+        auto s = serving::Session::open(planPath, options);
+        ASSERT_TRUE(s.ok()) << s.message();
+        auto g = serving::generate(**s, prompt(9, tp), greedy(24));
+        ASSERT_TRUE(g.ok()) << g.message();
+        tokens[candidates ? 1 : 0] = g->tokens;
+        const engine::EngineStats stats = (*s)->engine().stats();
+        EXPECT_EQ(stats.sampledFromCandidates, candidates ? 24u : 0u) << family << " tp " << tp;
+        EXPECT_EQ(stats.rowsFetched, 0u);
+      }
+      EXPECT_EQ(tokens[0], tokens[1]) << family << " tp " << tp;
+    }
+
+  PlanRequest r;
+  auto planPath = compilePlan(r);
+  std::vector<int32_t> sampled[2];
+  for (int run = 0; run < 2; ++run) {
+    serving::SessionOptions options;
+    options.backend = "cpu";
+    options.cpuCandidates = 64;
+    auto s = serving::Session::open(planPath, options);
+    ASSERT_TRUE(s.ok()) << s.message();
+    engine::SamplingParams p = greedy(32);
+    p.temperature = 0.8f;
+    p.topP = 0.9f;
+    p.seed = 11;
+    auto g = serving::generate(**s, prompt(7, 3), p);
+    ASSERT_TRUE(g.ok()) << g.message();
+    sampled[run] = g->tokens;
+    const engine::EngineStats stats = (*s)->engine().stats();
+    EXPECT_EQ(stats.sampledFromCandidates + stats.rowsFetched, 32u);
+  }
+  EXPECT_EQ(sampled[0], sampled[1]);
+}
+
+TEST(Runtime, CpuCandidatesAreCheckedAndRowsComeOnlyAfterACandidateStep) {
+  auto loaded = plan::LoadedPlan::load(compilePlan(PlanRequest{}));
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  executor::CpuBackendOptions options;
+  options.candidates = 48;
+  auto bad = executor::CpuBackend::create(**loaded, options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("sampling candidates: expected 0 or a power of two up to 256"),
+            std::string::npos)
+      << bad.message();
+  options.candidates = 16;
+  auto backend = executor::CpuBackend::create(**loaded, options);
+  ASSERT_TRUE(backend.ok()) << backend.message();
+  EXPECT_EQ((*backend)->candidatesPerSeq(), 16);
+  const size_t vocab = (*loaded)->plan().model()->vocab_size();
+  std::vector<float> row(vocab);
+  const int32_t first = 0;
+  Status early = (*backend)->fetchRows(std::span(&first, 1), row);
+  ASSERT_FALSE(early.ok());
+  EXPECT_NE(early.message().find("no step's rows to fetch"), std::string::npos)
+      << early.message();
 }
 
 TEST(Runtime, LongContextChunkedPrefillMatchesOneStep) {

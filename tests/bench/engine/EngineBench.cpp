@@ -10,9 +10,11 @@
 //   ./build/bin/engine_bench [--benchmark_filter=Sampler]
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cpu/TopCandidates.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/engine/Sampler.h"
 
+#include <array>
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -90,9 +92,46 @@ private:
   size_t filled_ = 0;
 };
 
+// The same logits as 64 candidates per sequence (what the cuda backend
+// returns), computed once by the reference op; the engine never sees rows.
+class FixedCandidatesBackend : public StepBackend {
+public:
+  static constexpr int32_t kK = 64;
+  FixedCandidatesBackend() {
+    const std::vector<float> row = modelLikeLogits(kQwenVocab);
+    ids_.resize(kK);
+    values_.resize(kK);
+    const float t = 0.7f;
+    cpu::ThreadPool pool(1);
+    cpu::topCandidates({1, kQwenVocab, kK}, row.data(), &t, ids_.data(), values_.data(),
+                       stats_.data(), pool);
+  }
+  Status runStep(const StepBatch &, std::span<float>) override {
+    return Error("the candidate backend has no rows");
+  }
+  int32_t candidatesPerSeq() const override { return kK; }
+  Status runStepCandidates(const StepBatch &b, std::span<const float>,
+                           StepCandidates &out) override {
+    for (int32_t s = 0; s < b.numSeqs; ++s) {
+      std::copy(ids_.begin(), ids_.end(), out.ids.begin() + s * kK);
+      std::copy(values_.begin(), values_.end(), out.values.begin() + s * kK);
+      std::copy(stats_.begin(), stats_.end(), out.stats.begin() + s * 3);
+    }
+    return Status::success();
+  }
+  Status fetchRows(std::span<const int32_t>, std::span<float>) override {
+    return Error("the benchmark's requests never need a row");
+  }
+
+private:
+  std::vector<int32_t> ids_;
+  std::vector<float> values_;
+  std::array<float, 3> stats_{};
+};
+
 // One decode step of 64 sequences sampling top-p from a Qwen-sized
 // vocabulary, on range(0) sampler threads: the whole engine-side cost of a
-// step.
+// step; range(1) = 1: from candidates instead of rows.
 void BM_EngineStepTopP(benchmark::State &state) {
   const int32_t numSeqs = 64;
   EngineConfig cfg;
@@ -101,7 +140,9 @@ void BM_EngineStepTopP(benchmark::State &state) {
   cfg.maxModelLen = 8192;
   cfg.numKvBlocks = numSeqs * (cfg.maxModelLen / cfg.blockSize);
   cfg.samplerThreads = int32_t(state.range(0));
-  FixedLogitsBackend backend;
+  FixedLogitsBackend rows;
+  FixedCandidatesBackend candidates;
+  StepBackend &backend = state.range(1) ? static_cast<StepBackend &>(candidates) : rows;
   auto engine = std::move(*Engine::create(cfg, backend));
   int64_t finished = 0;
   auto submit = [&] {
@@ -129,7 +170,7 @@ void BM_EngineStepTopP(benchmark::State &state) {
   }
   state.SetItemsProcessed(state.iterations() * numSeqs);
 }
-BENCHMARK(BM_EngineStepTopP)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_EngineStepTopP)->Args({1, 0})->Args({2, 0})->Args({1, 1})->UseRealTime();
 
 // Logits shaped like a trained model's: a normal bulk and a few likely tokens.
 std::vector<float> modelLikeLogits(int32_t vocab) {

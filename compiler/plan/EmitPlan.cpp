@@ -358,7 +358,8 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                          b.CreateString(skuText), b.CreateString(arch),
                          b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16,
                          modelInfo, limits, tokenizer, kernels,
-                         b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching, budget);
+                         b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching, budget,
+                         gpu ? gpu->writeSampler(b) : 0);
   FinishPlanBuffer(b, plan);
 
   std::filesystem::path tmp = options.output;

@@ -137,6 +137,13 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
   const plan::Limits *limits = p.limits();
   const uint64_t maxTokens = limits->max_num_batched_tokens(), maxSeqs = limits->max_num_seqs();
   const uint64_t vocab = p.model()->vocab_size();
+  if (const plan::Sampler *sampler = p.sampler()) {
+    // The loader checked it (runtime/plan).
+    shared.samplerK = sampler->k();
+    shared.samplerKernel = sampler->kernel();
+    shared.samplerThreads = sampler->threads();
+    shared.candidates = CandidateLayout::forLimits(maxSeqs, shared.samplerK);
+  }
   shared.logitsChunkRows = std::max<uint64_t>(1, options.logitsChunkBytes / (vocab * 4));
   shared.logitsChunks =
       static_cast<uint32_t>((maxSeqs + shared.logitsChunkRows - 1) / shared.logitsChunkRows);
@@ -191,8 +198,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       return Error(where + ": the weight pack of rank " + std::to_string(r) + " is not loaded");
     rs.layout = InputLayout::forLimits(maxTokens, maxSeqs, limits->max_blocks_per_seq());
     const uint64_t inputBytes = rs.layout.totalBytes;
+    // The sampler runs on rank 0 only.
+    const uint64_t candidateBytes = r == 0 ? shared.candidates.totalBytes : 0;
     const uint64_t need = pack.size() + pr->arena_bytes() + pr->workspace_bytes() + kvBytes +
-                          inputBytes + maxSeqs * vocab * 4 + gatherBytes;
+                          inputBytes + maxSeqs * vocab * 4 + gatherBytes + candidateBytes;
     size_t freeBytes = 0, totalBytes = 0;
     VOLT_RETURN_IF_ERROR(d.check(d.cuMemGetInfo(&freeBytes, &totalBytes), label + ": memory"));
     if (need > freeBytes)
@@ -222,6 +231,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     VOLT_RETURN_IF_ERROR(allocate(maxSeqs * vocab * 4, rs.logits, "the logits"));
     if (gatherBytes)
       VOLT_RETURN_IF_ERROR(allocate(gatherBytes, rs.gather, "the all-gather staging"));
+    if (candidateBytes)
+      VOLT_RETURN_IF_ERROR(
+          allocate(candidateBytes, rs.candidates, "the sampling temperatures and candidates"));
     CUdeviceptr inputBase = 0;
     VOLT_RETURN_IF_ERROR(allocate(inputBytes, inputBase, "the step inputs"));
     for (size_t i = 0; i < kStepInputCount; ++i)
@@ -253,6 +265,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       rs.logitsReady[slot].resize(shared.logitsChunks);
       for (CUevent &e : rs.logitsReady[slot])
         VOLT_RETURN_IF_ERROR(event(e));
+      if (!candidateBytes)
+        continue;
+      VOLT_RETURN_IF_ERROR(
+          pinned(candidateBytes, host, "the sampling temperatures and candidates"));
+      rs.stagedCandidates[slot] = static_cast<uint8_t *>(host);
+      VOLT_RETURN_IF_ERROR(event(rs.candidatesReady[slot]));
     }
 
     // Kernels: the cubin on the plan's architecture, the PTX elsewhere.
@@ -310,9 +328,11 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
             launchLimits.push_back(l->max_tokens());
     shared.buckets = cuda::decodeBuckets(static_cast<uint32_t>(maxSeqs),
                                          static_cast<uint32_t>(maxTokens), launchLimits);
-    shared.bucketStates.assign(shared.buckets.size(), BucketState::Untried);
+    // Two graph sets: steps returning logits, and steps returning
+    // candidates (CudaBackendState.h).
+    shared.bucketStates.assign(2 * shared.buckets.size(), BucketState::Untried);
     for (auto &rank : backend->ranks_)
-      rank->graphs.resize(shared.buckets.size());
+      rank->graphs.resize(2 * shared.buckets.size());
   }
   if (ranks > 1) {
     std::vector<NcclComm> comms(ranks, nullptr);

@@ -18,8 +18,12 @@
 // pinned host memory and uploaded asynchronously, and a step's logits come
 // back in chunks whose copy-out overlaps the DMA of the next chunk; a step
 // can be submitted before the previous one is finished (submitStep,
-// finishStep). docs/design/cuda-backend.md says what is captured and what
-// overlaps.
+// finishStep). With a plan that has a sampler, runStepCandidates runs the
+// sampler's kernel (top_candidates) on rank 0 after the step, inside the
+// decode graph when the step is captured, and copies back only each
+// sequence's candidates; the rows stay on the device for fetchRows.
+// docs/design/cuda-backend.md says what is captured, what overlaps and
+// what crosses PCIe.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -39,6 +43,7 @@ namespace volt::cuda {
 
 class CudaDriver;
 class Nccl;
+struct StepAction;
 
 struct CudaBackendOptions {
   /// The device of each rank (default: 0, 1, ...).
@@ -90,6 +95,21 @@ public:
   /// created again.
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
 
+  /// Plan.sampler's k; 0 when the plan has none.
+  int32_t candidatesPerSeq() const override;
+  /// Runs a step (refused while a submitted step is in flight), then the
+  /// sampler over its logits on rank 0 with `temperatures` (S values, not
+  /// NaN), and copies back S x k ids and values and S x 3 stats into
+  /// `out`'s spans, which must be exactly that long; out.k is set. The
+  /// logits stay on the device until the next step is submitted.
+  Status runStepCandidates(const engine::StepBatch &batch, std::span<const float> temperatures,
+                           engine::StepCandidates &out) override;
+  /// Copies the rows of sequences `seqs` (ascending, below the last
+  /// step's S) of the last runStepCandidates step from the device into
+  /// `rows` (seqs.size() x vocab floats). Refused when the last step
+  /// submitted was not a runStepCandidates step that finished.
+  Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override;
+
   /// Checks `batch`, stages and uploads its inputs and enqueues its work on
   /// every rank's stream, and returns without waiting for the device: the
   /// caller may prepare the next step meanwhile. `batch`'s arrays may be
@@ -115,11 +135,20 @@ private:
   struct StepMode;
   explicit CudaBackend(const plan::LoadedPlan &plan);
   Status checkBatch(const engine::StepBatch &batch) const;
+  /// submitStep, for logits or (with `temperatures`) for candidates.
+  Result<uint64_t> submit(const engine::StepBatch &batch, const float *temperatures);
   /// Stages, uploads and enqueues `rank`'s part of a step. A capture that
   /// fails is not an error: the step runs with direct launches and
   /// `captureError` says why.
-  Status submitRank(Rank &rank, const engine::StepBatch &batch, const StepMode &mode,
-                    std::string &captureError);
+  Status submitRank(Rank &rank, const engine::StepBatch &batch, const float *temperatures,
+                    const StepMode &mode, std::string &captureError);
+  /// The sampler's launch over the first `seqs` logits rows of rank 0.
+  StepAction samplerAction(const Rank &rank, uint32_t seqs) const;
+  /// runStepCandidates' waits and copies, once `ticket` is taken off the
+  /// queue.
+  Status waitForCandidates(uint64_t ticket, uint64_t seqs, engine::StepCandidates &out);
+  /// Whether the other ranks' part of step `ticket` failed.
+  Status checkOtherRanks(uint64_t ticket);
   /// finishStep's waits and copies, once `ticket` is taken off the queue.
   Status waitForLogits(uint64_t ticket, uint64_t seqs, std::span<float> logits);
 

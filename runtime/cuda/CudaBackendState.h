@@ -30,6 +30,24 @@ enum class BucketState : uint8_t {
   Failed,
 };
 
+/// Where the sampler's arrays sit in rank 0's candidates allocation and
+/// in its pinned staging (the same offsets): the step's temperatures, in,
+/// and its candidates, out, each with room for max_num_seqs sequences and
+/// 256-byte aligned.
+struct CandidateLayout {
+  uint64_t temperatures = 0, ids = 0, values = 0, stats = 0, totalBytes = 0;
+
+  static CandidateLayout forLimits(uint64_t maxSeqs, uint64_t k) {
+    auto align = [](uint64_t v) { return (v + 255) / 256 * 256; };
+    CandidateLayout l;
+    l.ids = align(maxSeqs * 4);
+    l.values = l.ids + align(maxSeqs * k * 4);
+    l.stats = l.values + align(maxSeqs * k * 4);
+    l.totalBytes = l.stats + align(maxSeqs * 3 * 4);
+    return l;
+  }
+};
+
 struct CudaBackend::Shared {
   std::shared_ptr<CudaDriver> driver;
   std::shared_ptr<Nccl> nccl;
@@ -37,8 +55,21 @@ struct CudaBackend::Shared {
   uint32_t vocab = 0;
   std::function<void(const std::string &)> log;
 
+  /// Plan.sampler: candidates per sequence (0: the plan has no sampler),
+  /// its kernel and block size.
+  uint32_t samplerK = 0, samplerKernel = 0, samplerThreads = 0;
+  CandidateLayout candidates;
+  /// The last step ran for candidates and its logits are still on rank
+  /// 0's device, for fetchRows: set when it finishes, cleared when the
+  /// next step is submitted.
+  bool rowsKept = false;
+  uint32_t rowsSeqs = 0;
+
   /// Empty when graphs are off.
   std::vector<uint32_t> buckets;
+  /// Per graph set: buckets.size() entries for steps that return logits,
+  /// then as many for steps that return candidates (whose graphs end with
+  /// the sampler's launch on rank 0). A set is captured on its first use.
   std::vector<BucketState> bucketStates;
   GraphStats stats;
 
@@ -49,6 +80,8 @@ struct CudaBackend::Shared {
   struct InFlight {
     uint64_t ticket = 0;
     uint32_t seqs = 0;
+    /// Submitted for candidates (runStepCandidates), not logits.
+    bool candidates = false;
   };
   uint64_t nextTicket = 0;
   std::deque<InFlight> inFlight;
@@ -79,6 +112,12 @@ struct CudaBackend::StepMode {
   /// The bucket (Capture, Replay) and its index in Shared::buckets.
   uint32_t bucket = 0;
   size_t bucketIndex = 0;
+  /// The step returns candidates: rank 0 runs the sampler after the step
+  /// program and copies back candidates instead of logits.
+  bool candidates = false;
+  /// Index of the step's graphs in Rank::graphs and its state in
+  /// Shared::bucketStates.
+  size_t graphIndex = 0;
   /// The staging buffers used (ticket % kStagingSlots).
   uint32_t slot = 0;
 };
@@ -95,6 +134,9 @@ struct CudaBackend::Rank {
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   CUdeviceptr weights = 0, arena = 0, kv = 0, logits = 0, gather = 0;
+  /// Rank 0 of a plan with a sampler: temperatures in, candidates out
+  /// (Shared::candidates' layout).
+  CUdeviceptr candidates = 0;
   /// The StepInput arrays, at layout.offset in one allocation.
   InputLayout layout;
   std::array<CUdeviceptr, kStepInputCount> inputs{};
@@ -114,10 +156,15 @@ struct CudaBackend::Rank {
   std::array<CUevent, kStagingSlots> inputsUploaded{}, stepDone{};
   std::array<bool, kStagingSlots> uploadPending{};
   std::array<std::vector<CUevent>, kStagingSlots> logitsReady;
+  /// Rank 0 of a plan with a sampler, per slot: the temperatures and
+  /// candidates in the candidates allocation's layout, and an event
+  /// marking when the candidates are on the host.
+  std::array<uint8_t *, kStagingSlots> stagedCandidates{};
+  std::array<CUevent, kStagingSlots> candidatesReady{};
   std::vector<void *> hostAllocations;
   std::vector<CUevent> events;
 
-  /// Per bucket (Shared::buckets), once captured.
+  /// Per graph set and bucket (Shared::bucketStates' order), once captured.
   std::vector<std::optional<CapturedStep>> graphs;
 
   RankView view(uint32_t ranks) const {

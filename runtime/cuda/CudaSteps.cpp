@@ -2,7 +2,9 @@
 //
 // A step is submitted (inputs staged and uploaded, work enqueued on every
 // rank's stream: a decode step's bucket graphs, or direct launches) and
-// then finished (its logits waited for, chunk by chunk, and copied out).
+// then finished (its logits waited for, chunk by chunk, and copied out; or,
+// for runStepCandidates, the sampler's candidates, the logits staying on
+// the device for fetchRows).
 // The ranks enqueue in parallel, a thread each, because a rank's NCCL call
 // may wait for its peers to make theirs.
 //
@@ -76,16 +78,23 @@ Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> log
 }
 
 Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
+  return submit(batch, nullptr);
+}
+
+Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float *temperatures) {
   Shared &shared = *shared_;
   VOLT_RETURN_IF_ERROR(shared.usable());
   if (shared.inFlight.size() >= kStagingSlots)
     return Error(std::to_string(kStagingSlots) +
                  " steps are in flight; finish the oldest before submitting another");
   VOLT_RETURN_IF_ERROR(checkBatch(batch));
+  // This step's kernels overwrite the logits fetchRows would read.
+  shared.rowsKept = false;
 
   StepMode mode;
   const uint64_t ticket = shared.nextTicket;
   mode.slot = static_cast<uint32_t>(ticket % kStagingSlots);
+  mode.candidates = temperatures != nullptr;
   const uint32_t bucket =
       isDecodeStep(batch) ? bucketFor(shared.buckets, static_cast<uint32_t>(batch.numTokens)) : 0;
   if (bucket) {
@@ -93,7 +102,8 @@ Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
     mode.bucketIndex =
         static_cast<size_t>(std::lower_bound(shared.buckets.begin(), shared.buckets.end(), bucket) -
                             shared.buckets.begin());
-    switch (shared.bucketStates[mode.bucketIndex]) {
+    mode.graphIndex = mode.bucketIndex + (mode.candidates ? shared.buckets.size() : 0);
+    switch (shared.bucketStates[mode.graphIndex]) {
     case BucketState::Untried:
       mode.kind = StepMode::Capture;
       break;
@@ -110,9 +120,10 @@ Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
   std::vector<std::string> captureErrors(ranks_.size());
   std::vector<std::thread> others;
   for (size_t r = 1; r < ranks_.size(); ++r)
-    others.emplace_back(
-        [&, r] { results[r] = submitRank(*ranks_[r], batch, mode, captureErrors[r]); });
-  results[0] = submitRank(*ranks_[0], batch, mode, captureErrors[0]);
+    others.emplace_back([&, r] {
+      results[r] = submitRank(*ranks_[r], batch, temperatures, mode, captureErrors[r]);
+    });
+  results[0] = submitRank(*ranks_[0], batch, temperatures, mode, captureErrors[0]);
   for (std::thread &t : others)
     t.join();
 
@@ -123,13 +134,13 @@ Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
     auto failed = std::find_if(captureErrors.begin(), captureErrors.end(),
                                [](const std::string &e) { return !e.empty(); });
     if (failed == captureErrors.end()) {
-      shared.bucketStates[mode.bucketIndex] = BucketState::Captured;
+      shared.bucketStates[mode.graphIndex] = BucketState::Captured;
       ++shared.stats.captures;
     } else {
-      shared.bucketStates[mode.bucketIndex] = BucketState::Failed;
+      shared.bucketStates[mode.graphIndex] = BucketState::Failed;
       ++shared.stats.captureFailures;
       for (auto &rank : ranks_) {
-        rank->graphs[mode.bucketIndex].reset();
+        rank->graphs[mode.graphIndex].reset();
       }
       shared.log("cuda backend: capturing the decode step of " + std::to_string(bucket) +
                  " sequences as a CUDA graph failed (" + *failed +
@@ -141,15 +152,15 @@ Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
       return shared.stopOn(s).error();
   const bool graphRan = mode.kind == StepMode::Replay ||
                         (mode.kind == StepMode::Capture &&
-                         shared.bucketStates[mode.bucketIndex] == BucketState::Captured);
+                         shared.bucketStates[mode.graphIndex] == BucketState::Captured);
   ++(graphRan ? shared.stats.graphSteps : shared.stats.directSteps);
-  shared.inFlight.push_back({ticket, static_cast<uint32_t>(batch.numSeqs)});
+  shared.inFlight.push_back({ticket, static_cast<uint32_t>(batch.numSeqs), mode.candidates});
   ++shared.nextTicket;
   return ticket;
 }
 
-Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const StepMode &mode,
-                               std::string &captureError) {
+Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const float *temperatures,
+                               const StepMode &mode, std::string &captureError) {
   CudaDriver &d = *shared_->driver;
   const std::string label = "GPU " + std::to_string(rs.deviceOrdinal);
   const StreamTarget target{&d, shared_->nccl.get(), rs.comm, rs.stream, label};
@@ -169,6 +180,20 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const S
           d.check(d.cuMemcpyHtoDAsync(rs.inputs[i], rs.stagedInputs[slot] + rs.layout.offset[i] / 4,
                                       counts[i] * 4, rs.stream),
                   label + ": uploading the step inputs"));
+  // The sampler's temperatures, beside the inputs: a captured step reads
+  // them from the same device buffer every time. Padding rows get 0
+  // (greedy), computed and never copied out.
+  const bool sampler = mode.candidates && rs.index == 0;
+  const uint32_t samplerSeqs = std::max(static_cast<uint32_t>(batch.numSeqs), padTo);
+  if (sampler) {
+    const CandidateLayout &layout = shared_->candidates;
+    float *staged = reinterpret_cast<float *>(rs.stagedCandidates[slot] + layout.temperatures);
+    std::copy(temperatures, temperatures + batch.numSeqs, staged);
+    std::fill(staged + batch.numSeqs, staged + samplerSeqs, 0.0f);
+    VOLT_RETURN_IF_ERROR(d.check(d.cuMemcpyHtoDAsync(rs.candidates + layout.temperatures, staged,
+                                                     uint64_t{samplerSeqs} * 4, rs.stream),
+                                 label + ": uploading the sampling temperatures"));
+  }
   VOLT_RETURN_IF_ERROR(
       d.check(d.cuEventRecord(rs.inputsUploaded[slot], rs.stream), label + ": step inputs"));
   rs.uploadPending[slot] = true;
@@ -179,6 +204,8 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const S
     VOLT_ASSIGN_OR_RETURN(auto actions,
                           buildStep(rs.view(ranks), static_cast<uint32_t>(batch.numTokens),
                                     static_cast<uint32_t>(batch.numSeqs)));
+    if (sampler)
+      actions.push_back(samplerAction(rs, samplerSeqs));
     VOLT_RETURN_IF_ERROR(issueActions(target, actions));
     break;
   }
@@ -186,10 +213,12 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const S
     // Built at the bucket size: the grids, TokenCount and SeqCount
     // arguments and the collectives' sizes are those of the padded step.
     VOLT_ASSIGN_OR_RETURN(auto actions, buildStep(rs.view(ranks), mode.bucket, mode.bucket));
+    if (sampler)
+      actions.push_back(samplerAction(rs, mode.bucket));
     auto captured = CapturedStep::capture(target, actions);
     if (captured.ok()) {
-      rs.graphs[mode.bucketIndex] = std::move(*captured);
-      VOLT_RETURN_IF_ERROR(rs.graphs[mode.bucketIndex]->replay(target));
+      rs.graphs[mode.graphIndex] = std::move(*captured);
+      VOLT_RETURN_IF_ERROR(rs.graphs[mode.graphIndex]->replay(target));
     } else {
       captureError = captured.message();
       VOLT_RETURN_IF_ERROR(issueActions(target, actions));
@@ -197,13 +226,25 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const S
     break;
   }
   case StepMode::Replay:
-    if (!rs.graphs[mode.bucketIndex])
+    if (!rs.graphs[mode.graphIndex])
       return Error(label + ": the graph of bucket " + std::to_string(mode.bucket) + " is missing");
-    VOLT_RETURN_IF_ERROR(rs.graphs[mode.bucketIndex]->replay(target));
+    VOLT_RETURN_IF_ERROR(rs.graphs[mode.graphIndex]->replay(target));
     break;
   }
 
-  if (rs.index == 0) {
+  if (sampler) {
+    // The real sequences' candidates only; the logits stay on the device.
+    const CandidateLayout &layout = shared_->candidates;
+    const uint64_t seqs = static_cast<uint64_t>(batch.numSeqs), k = shared_->samplerK;
+    const std::pair<uint64_t, uint64_t> arrays[] = {
+        {layout.ids, seqs * k * 4}, {layout.values, seqs * k * 4}, {layout.stats, seqs * 3 * 4}};
+    for (const auto &[offset, bytes] : arrays)
+      VOLT_RETURN_IF_ERROR(d.check(d.cuMemcpyDtoHAsync(rs.stagedCandidates[slot] + offset,
+                                                       rs.candidates + offset, bytes, rs.stream),
+                                   label + ": reading the sampling candidates"));
+    VOLT_RETURN_IF_ERROR(d.check(d.cuEventRecord(rs.candidatesReady[slot], rs.stream),
+                                 label + ": reading the sampling candidates"));
+  } else if (rs.index == 0) {
     // The real sequences' rows only, a chunk at a time, each followed by
     // an event that finishStep waits on before copying that chunk out.
     const uint64_t seqs = static_cast<uint64_t>(batch.numSeqs);
@@ -229,6 +270,9 @@ Status CudaBackend::finishStep(uint64_t ticket, std::span<float> logits) {
                  (shared.inFlight.empty()
                       ? std::string(" (none is)")
                       : " (step " + std::to_string(shared.inFlight.front().ticket) + " is)"));
+  if (shared.inFlight.front().candidates)
+    return Error("step " + std::to_string(ticket) +
+                 " was submitted for sampling candidates; it has no logits to finish with");
   const uint64_t seqs = shared.inFlight.front().seqs;
   if (logits.size() != seqs * shared.vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
@@ -251,7 +295,13 @@ Status CudaBackend::waitForLogits(uint64_t ticket, uint64_t seqs, std::span<floa
     std::memcpy(logits.data() + row * shared.vocab, first.stagedLogits[slot] + row * shared.vocab,
                 n * shared.vocab * 4);
   }
-  // The other ranks' last work fed these logits; a fault on one of them
+  return checkOtherRanks(ticket);
+}
+
+Status CudaBackend::checkOtherRanks(uint64_t ticket) {
+  CudaDriver &d = *shared_->driver;
+  const uint32_t slot = static_cast<uint32_t>(ticket % kStagingSlots);
+  // The other ranks' last work fed rank 0's logits; a fault on one of them
   // shows here rather than at the next step.
   for (size_t r = 1; r < ranks_.size(); ++r) {
     Rank &rs = *ranks_[r];

@@ -12,6 +12,34 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
+/// Plan.sampler, when present: a top_candidates kernel of the plan and a
+/// candidate count the kernel and the engine accept.
+Status checkSampler(const Plan &p, const std::string &name) {
+  const Sampler *s = p.sampler();
+  if (!s)
+    return Status::success();
+  const uint32_t kernels = p.kernels() ? p.kernels()->size() : 0;
+  if (s->kernel() >= kernels)
+    return Error(name + ": sampler.kernel: expected an index below the plan's " +
+                 std::to_string(kernels) + " kernels, found " + std::to_string(s->kernel()));
+  const Kernel *kernel = p.kernels()->Get(s->kernel());
+  const std::string kernelName = kernel->name() ? kernel->name()->str() : "";
+  if (kernelName != "top_candidates")
+    return Error(name + ": sampler.kernel: expected a top_candidates kernel, found kernel " +
+                 std::to_string(s->kernel()) + " '" + kernelName + "'");
+  const uint32_t k = s->k();
+  if (k < 1 || k > 256 || (k & (k - 1)) != 0)
+    return Error(name + ": sampler.k: expected a power of two in [1, 256], found " +
+                 std::to_string(k));
+  if (s->threads() < k || s->threads() > 1024 || s->threads() % 32 != 0)
+    return Error(name + ": sampler.threads: expected a multiple of 32 in [k, 1024], found " +
+                 std::to_string(s->threads()));
+  if (k > p.model()->vocab_size())
+    return Error(name + ": sampler.k: expected at most the vocabulary (" +
+                 std::to_string(p.model()->vocab_size()) + "), found " + std::to_string(k));
+  return Status::success();
+}
+
 /// Structural checks the verifier cannot make: counts and ranges that must
 /// agree with one another.
 Status checkConsistency(const Plan &p, const std::string &name) {
@@ -25,6 +53,7 @@ Status checkConsistency(const Plan &p, const std::string &name) {
   if (p.model()->vocab_size() == 0 || p.limits()->max_num_batched_tokens() == 0 ||
       p.limits()->max_model_len() == 0)
     return Error(name + ": the plan's vocabulary size and limits must be positive");
+  VOLT_RETURN_IF_ERROR(checkSampler(p, name));
   for (const Rank *r : *p.ranks()) {
     std::string where = name + ": rank " + std::to_string(r->rank());
     if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->kv_cache())

@@ -2,7 +2,8 @@
 //
 // Nothing in a plan is trusted before it is checked: the FlatBuffers
 // verifier runs over the whole buffer first, then the format version, the
-// rank count, every weight entry's range within its pack, and each pack's
+// rank count, the sampler (its kernel and candidate count), every weight
+// entry's range within its pack, and each pack's
 // size and checksum (a changed or truncated pack is refused by its file
 // name). Only a plan that passes everything is handed to a backend, so
 // nothing is ever served from a partly loaded plan.

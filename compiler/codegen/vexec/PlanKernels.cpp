@@ -133,6 +133,11 @@ std::vector<Variant> variantsOf(vx::LaunchOp l) {
   return variants;
 }
 
+/// Candidates per sequence the sampler keeps, and its block size
+/// (templates/top_candidates.cu; docs/perf/kernels.md says why).
+constexpr int64_t kSamplerCandidates = 64;
+constexpr uint32_t kSamplerThreads = 512;
+
 plan::GridDim gridDim(const GridRule &r) {
   return plan::GridDim(r.perToken, r.perSeq, r.fixed, r.divisor);
 }
@@ -192,6 +197,25 @@ Result<PlanKernels> PlanKernels::build(ModuleOp module, uint32_t ranks,
       result.launches_[r].push_back(std::move(*planned));
     }
   }
+  // The sampler runs on rank 0 over StepOutput.Logits, which hold full
+  // vocabulary rows at any tensor_parallel_size (a vocab-parallel LM head
+  // is all-gathered into them), so its kernel is built for the model's
+  // whole vocabulary. Added last: the step program's kernel indices stay
+  // what they would be without it.
+  auto modelAttr = module->getAttrOfType<DictionaryAttr>("volt.model");
+  const int64_t vocab = intOf(modelAttr, "vocab_size");
+  if (vocab < kSamplerCandidates)
+    return Error("internal error: the module's volt.model has vocab_size " + std::to_string(vocab) +
+                 ", below the sampler's " + std::to_string(kSamplerCandidates) +
+                 " candidates per sequence");
+  KernelRequest sampler;
+  sampler.kernel = "top_candidates";
+  sampler.set("vocab", vocab).set("k", kSamplerCandidates);
+  sampler.threads = kSamplerThreads;
+  result.samplerKernel_ = registry.add(sampler);
+  result.samplerK_ = kSamplerCandidates;
+  result.samplerThreads_ = kSamplerThreads;
+
   if (options.log)
     options.log("building " + std::to_string(registry.requests().size()) + " kernels for " +
                 target.arch());
@@ -235,6 +259,10 @@ PlanKernels::writeLaunches(fb::FlatBufferBuilder &b, uint32_t rank, size_t op) c
                                           argsVector));
   }
   return b.CreateVector(launches);
+}
+
+fb::Offset<plan::Sampler> PlanKernels::writeSampler(fb::FlatBufferBuilder &b) const {
+  return plan::CreateSampler(b, static_cast<uint32_t>(samplerKernel_), samplerK_, samplerThreads_);
 }
 
 } // namespace volt::codegen

@@ -3,9 +3,10 @@
 // The adapter between the planned vexec module and the codegen library:
 // it reads the step program (launches, buffers, weights, the KV cache
 // geometry) and the SKU from the module, plans every launch of every rank
-// (Launches.h), builds the distinct kernels (BuildKernels.h), and writes
-// both into the plan's FlatBuffer. The plan writer (compiler/plan) calls
-// it for GPU targets.
+// (Launches.h), adds the sampler's kernel (top_candidates over the
+// logits' full vocabulary rows), builds the distinct kernels
+// (BuildKernels.h), and writes them into the plan's FlatBuffer. The plan
+// writer (compiler/plan) calls it for GPU targets.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -35,12 +36,19 @@ public:
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<plan::Launch>>>
   writeLaunches(flatbuffers::FlatBufferBuilder &b, uint32_t rank, size_t op) const;
 
+  /// Plan.sampler: the top_candidates kernel over full vocabulary rows.
+  flatbuffers::Offset<plan::Sampler> writeSampler(flatbuffers::FlatBufferBuilder &b) const;
+
   const KernelSet &kernels() const { return kernels_; }
   /// launches()[rank][op].
   const std::vector<std::vector<std::vector<PlannedLaunch>>> &launches() const { return launches_; }
 
 private:
   KernelSet kernels_;
+  /// The sampler's kernel (an index into kernels_), candidates per
+  /// sequence and threads per block.
+  size_t samplerKernel_ = 0;
+  uint32_t samplerK_ = 0, samplerThreads_ = 0;
   std::vector<std::vector<std::vector<PlannedLaunch>>> launches_;
 };
 

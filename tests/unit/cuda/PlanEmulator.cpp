@@ -1,6 +1,8 @@
 //===- PlanEmulator.cpp ---------------------------------------------------===//
 #include "tests/unit/cuda/PlanEmulator.h"
 
+#include "runtime/cpu/TopCandidates.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,6 +22,10 @@ PlanEmulator::PlanEmulator(const plan::LoadedPlan &plan, FakeCuda &fake)
     : plan_(plan), fake_(fake) {
   const plan::Plan &p = plan.plan();
   vocab_ = p.model()->vocab_size();
+  if (p.sampler()) {
+    samplerKernel_ = static_cast<int>(p.sampler()->kernel());
+    samplerK_ = p.sampler()->k();
+  }
   ranks_.resize(p.ranks()->size());
   for (const plan::Rank *rank : *p.ranks()) {
     const auto &ops = *rank->ops();
@@ -117,6 +123,10 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
   ASSERT_LT(static_cast<size_t>(launch.device), ranks_.size());
   const uint32_t rank = static_cast<uint32_t>(launch.device);
   RankState &rs = ranks_[rank];
+  if (launch.module == samplerKernel_) {
+    runSampler(launch);
+    return;
+  }
   const plan::Rank *pr = p.ranks()->Get(rank);
   const auto &ops = *pr->ops();
   // The next op of the program that launches a kernel (wrapping to a new
@@ -255,10 +265,56 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
     ASSERT_GE(row, 0) << "logits row of sequence " << s;
     const int32_t token = fake_.readInts(launch.device, rs.tokensAt + uint64_t(row) * 4, 1)[0];
     for (uint32_t c = 0; c < cols; ++c) {
-      const float v = 1000.0f * static_cast<float>(token) + static_cast<float>(vocabStart + c);
+      const float v = logit(token, vocabStart + c);
       std::memcpy(out + (static_cast<uint64_t>(s) * cols + c) * 4, &v, 4);
     }
   }
+}
+
+void PlanEmulator::runSampler(const FakeLaunch &launch) {
+  // top_candidates(logits, temperatures, ids, values, stats, seqs).
+  ASSERT_EQ(launch.params.size(), 5 * 8 + 4u) << "the sampler's parameter buffer";
+  uint64_t pointers[5];
+  int32_t seqs = 0;
+  std::memcpy(pointers, launch.params.data(), sizeof(pointers));
+  std::memcpy(&seqs, launch.params.data() + sizeof(pointers), sizeof(seqs));
+  SeenSampler seen;
+  seen.device = launch.device;
+  seen.fromGraph = launch.fromGraph;
+  seen.grid = launch.grid[0];
+  seen.threads = launch.block[0];
+  seen.seqs = seqs;
+  EXPECT_EQ(launch.device, 0) << "the sampler runs on rank 0";
+  EXPECT_EQ(static_cast<int64_t>(launch.grid[0]), seqs) << "the sampler's grid.x is S";
+  ASSERT_GT(seqs, 0);
+  // The logits at the address the step program writes them.
+  auto &bases = ranks_[static_cast<size_t>(launch.device)].bases;
+  auto out = bases.find({static_cast<int>(plan::OperandKind::Output), 0});
+  if (out != bases.end())
+    EXPECT_EQ(pointers[0], out->second) << "the sampler reads the step's logits";
+  const uint64_t S = static_cast<uint64_t>(seqs), k = samplerK_;
+  const auto logits = fake_.readFloats(launch.device, pointers[0], S * vocab_);
+  seen.temperatures = fake_.readFloats(launch.device, pointers[1], S);
+  ASSERT_EQ(logits.size(), S * vocab_);
+  ASSERT_EQ(seen.temperatures.size(), S);
+  std::vector<int32_t> ids(S * k);
+  std::vector<float> values(S * k), stats(S * 3);
+  cpu::ThreadPool pool(1);
+  cpu::topCandidates({static_cast<int64_t>(S), vocab_, static_cast<int64_t>(k)}, logits.data(),
+                     seen.temperatures.data(), ids.data(), values.data(), stats.data(), pool);
+  const std::pair<const void *, uint64_t> outputs[] = {
+      {ids.data(), S * k * 4}, {values.data(), S * k * 4}, {stats.data(), S * 3 * 4}};
+  for (size_t i = 0; i < 3; ++i) {
+    uint8_t *to = fake_.deviceBytes(launch.device, pointers[2 + i], outputs[i].second,
+                                    "the sampler's output " + std::to_string(i));
+    ASSERT_NE(to, nullptr);
+    std::memcpy(to, outputs[i].first, outputs[i].second);
+  }
+  sampler.push_back(std::move(seen));
+}
+
+float PlanEmulator::logit(int32_t token, uint64_t column) const {
+  return 1000.0f * static_cast<float>(token) + static_cast<float>((7919 * column) % vocab_);
 }
 
 std::vector<float> PlanEmulator::expectedLogits(const std::vector<int32_t> &tokens,
@@ -266,8 +322,7 @@ std::vector<float> PlanEmulator::expectedLogits(const std::vector<int32_t> &toke
   std::vector<float> out;
   for (int32_t row : rows)
     for (uint32_t v = 0; v < vocab_; ++v)
-      out.push_back(1000.0f * static_cast<float>(tokens.at(static_cast<size_t>(row))) +
-                    static_cast<float>(v));
+      out.push_back(logit(tokens.at(static_cast<size_t>(row)), v));
   return out;
 }
 

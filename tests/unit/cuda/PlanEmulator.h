@@ -15,10 +15,17 @@
 // rows are, and the LM head (the op writing the logits, or on a
 // tensor-parallel plan the op whose output is all-gathered into them)
 // writes, for each of the launch's S rows and each of its columns c,
-//     1000 * tokens[rows[s]] + vocabStart + c,
-// where vocabStart is the rank's first column of the vocabulary. A wrong
-// row, a wrong column, a wrong chunk or a stale input shows in the logits.
-// The first attention op's inputs are recorded as it runs (`attention`).
+//     1000 * tokens[rows[s]] + (7919 * (vocabStart + c)) % vocab,
+// where vocabStart is the rank's first column of the vocabulary (the
+// columns are permuted so that a row's largest logits are spread over
+// the vocabulary and over the ranks). A wrong row, a wrong column, a
+// wrong chunk or a stale input shows in the logits. The first attention
+// op's inputs are recorded as it runs (`attention`).
+//
+// The plan's sampler (Plan.sampler: top_candidates, launched by the
+// backend after the step program, not an op of it) is emulated by
+// cpu::topCandidates over the device's logits and temperatures, its
+// launches recorded (`sampler`).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,6 +48,16 @@ struct SeenAttention {
   std::vector<int32_t> positions, slots, seqStarts, contextLens, blockTables;
 };
 
+/// A sampler launch as it ran.
+struct SeenSampler {
+  int device = 0;
+  bool fromGraph = false;
+  /// Its grid.x and `seqs` argument, block.x, and the temperatures it read.
+  uint32_t grid = 0, threads = 0;
+  int32_t seqs = 0;
+  std::vector<float> temperatures;
+};
+
 /// A launch as it ran: the op it served and the plan kernel it used.
 struct SeenLaunch {
   int device = 0;
@@ -59,6 +76,8 @@ public:
   /// (S x vocab).
   std::vector<float> expectedLogits(const std::vector<int32_t> &tokens,
                                     const std::vector<int32_t> &rows) const;
+  /// The emulated LM head's logit of `token`'s row at vocabulary `column`.
+  float logit(int32_t token, uint64_t column) const;
   /// Kernel launches of one rank's step (ops with launches).
   size_t launchesPerStep(uint32_t rank) const;
   /// The elements each all-reduce of rank `rank` reduces in a step of
@@ -69,6 +88,7 @@ public:
   std::vector<SeenLaunch> launched;
   /// LM-head launches emulated, all ranks.
   size_t lmHeadLaunches = 0;
+  std::vector<SeenSampler> sampler;
 
 private:
   struct Arg {
@@ -88,6 +108,7 @@ private:
     std::map<std::pair<int, uint32_t>, uint64_t> bases;
   };
   void onLaunch(const FakeLaunch &launch);
+  void runSampler(const FakeLaunch &launch);
   std::vector<Arg> layout(const plan::Launch &launch) const;
   uint64_t extent(uint32_t rank, const Arg &a, int64_t tokens, int64_t seqs) const;
 
@@ -97,6 +118,9 @@ private:
   /// Per rank: the op index of the LM head.
   std::vector<size_t> lmHead_;
   uint32_t vocab_ = 0;
+  /// Plan.sampler's kernel (-1: none) and k.
+  int samplerKernel_ = -1;
+  uint32_t samplerK_ = 0;
 };
 
 } // namespace volt::cuda::testing

@@ -14,19 +14,12 @@
 // docs/perf/kernels.md).
 //
 // Split-K (MAX_SPLITS > 1). One block per (token, kv head) leaves a lone
-// long decode sequence with KV_HEADS blocks; so a decode sequence (one new
-// token) whose context is longer than the step's chunk c is cut into
-// n = ceil(context / c) chunks: its token's block takes the first, and a
-// pool of MAX_SPLITS blocks after the T token blocks takes the others.
-// c = max(SPLIT_K_TOKENS, ceil(sum of the step's decode contexts /
-// MAX_SPLITS)), so the extra chunks, sum(n - 1) < sum(context) / c, fit the
-// pool, and the records, sum(n), number fewer than 2 MAX_SPLITS. Each chunk's
-// block writes its record (the unnormalised weighted V, the running max m
-// and the sum l of each query head of its group) to the workspace, then
-// counts itself (common/blocks.cuh); the last of the sequence's n blocks
-// merges the records exactly, out = sum_i o_i e^(m_i - M) / sum_i l_i
-// e^(m_i - M) with M = max_i m_i, which is how the warps' states merge too.
-// Prefill chunks and contexts up to c keep the one-block path.
+// long decode sequence with KV_HEADS blocks; so a decode sequence whose
+// context is longer than the step's chunk is cut into chunks, its token's
+// block taking the first and a pool of MAX_SPLITS blocks after the T token
+// blocks the others, merged exactly by the last to finish
+// (common/split_attention.cuh; the warps' states merge the same way).
+// Prefill chunks and contexts up to one chunk keep the one-block path.
 //
 // Cache layout (the cuda backend's): the KvCache operand of layer l points
 // at that layer's K blocks [num_blocks, BLOCK_SIZE, KV_HEADS, HEAD_DIM]; its
@@ -38,7 +31,7 @@
 // per query head; without split the launch passes any pointer (unused).
 // Launch: grid.x = T + MAX_SPLITS (T without split), grid.y = KV_HEADS,
 // THREADS threads.
-#include "common/blocks.cuh"
+#include "common/split_attention.cuh"
 #include "common/volt.cuh"
 
 #ifndef VOLT_MAX_SPLITS
@@ -108,20 +101,9 @@ VOLT_DEVICE void loadLane(const u16 *row, int lane, float (&out)[kPerLane]) {
   }
 }
 
-/// Chunks of sequence s's context when it splits (a decode sequence longer
-/// than one chunk), else 0.
-VOLT_DEVICE int chunksOf(int s, int seqs, int chunk, const int *seqStarts,
-                         const int *contextLens) {
-  if (s >= seqs || seqStarts[s + 1] - seqStarts[s] != 1)
-    return 0;
-  const int context = contextLens[s];
-  return context > chunk ? (context + chunk - 1) / chunk : 0;
-}
-
 /// Block b's work, found by one warp (every lane gets it): token blocks
-/// (b < count) take their token; pool blocks take the (b - count)-th extra
-/// chunk of the step, counting the split sequences' chunks 1..n-1 in
-/// sequence order.
+/// (b < count) take their token (and the first chunk of a split decode's
+/// context); pool blocks take the (b - count)-th extra chunk of the step.
 VOLT_DEVICE Work findWork(int b, int count, int seqs, const int *seqStarts,
                           const int *contextLens) {
   Work w{-1, -1, 0, 1, 0, 0, 0};
@@ -140,47 +122,23 @@ VOLT_DEVICE Work findWork(int b, int count, int seqs, const int *seqStarts,
   }
   if (kPool == 0)
     return w;
-  const int lane = static_cast<int>(laneId());
-  // The step's decode contexts fit in the KV cache, so their sum in an int.
-  int decode = 0;
-  for (int s = lane; s < seqs; s += 32)
-    if (seqStarts[s + 1] - seqStarts[s] == 1)
-      decode += contextLens[s];
-  decode = shuffle(warpPrefixSum(decode), 31);
-  constexpr int kPoolOr1 = kPool > 0 ? kPool : 1; // kPool is 0 only before the early return
-  const int chunk = max(VOLT_SPLIT_K_TOKENS, (decode + kPoolOr1 - 1) / kPoolOr1);
-  if (b < count && chunksOf(w.seq, seqs, chunk, seqStarts, contextLens) == 0)
+  const int chunk =
+      splitChunkLength(kPool, VOLT_SPLIT_K_TOKENS, seqs, seqStarts, contextLens);
+  if (b < count && splitChunksOf(w.seq, seqs, chunk, seqStarts, contextLens) == 0)
     return w;
-  const int extraChunk = b - count;
-  int extraBefore = 0, recordsBefore = 0, splitBefore = 0;
-  for (int first = 0; first < seqs; first += 32) {
-    const int s = first + lane;
-    const int n = chunksOf(s, seqs, chunk, seqStarts, contextLens);
-    const int extra = n > 0 ? n - 1 : 0;
-    const int extraEnd = warpPrefixSum(extra), records = warpPrefixSum(n),
-              split = warpPrefixSum(n > 0 ? 1 : 0);
-    const int extraFirst = extraBefore + extraEnd - extra;
-    const bool mine = n > 0 && (b < count ? s == w.seq
-                                          : extraFirst <= extraChunk &&
-                                                extraChunk < extraFirst + extra);
-    const u32 hit = warpBallot(mine);
-    if (hit != 0) {
-      const int from = __ffs(hit) - 1;
-      w.seq = shuffle(s, from);
-      w.splits = shuffle(n, from);
-      w.split = b < count ? 0 : 1 + extraChunk - shuffle(extraFirst, from);
-      w.chunk = chunk;
-      w.record = recordsBefore + shuffle(records - n, from);
-      w.counter = splitBefore + shuffle(split - 1, from);
-      if (b >= count)
-        w.token = seqStarts[w.seq];
-      return w;
-    }
-    extraBefore += shuffle(extraEnd, 31);
-    recordsBefore += shuffle(records, 31);
-    splitBefore += shuffle(split, 31);
-  }
-  return w; // a pool block beyond the step's extra chunks
+  const SplitChunk c =
+      findSplitChunk(b < count ? w.seq : -1, b - count, chunk, seqs, seqStarts, contextLens);
+  if (c.seq < 0)
+    return Work{-1, -1, 0, 1, 0, 0, 0}; // a pool block beyond the step's extra chunks
+  w.seq = c.seq;
+  w.split = c.split;
+  w.splits = c.splits;
+  w.chunk = c.chunk;
+  w.record = c.record;
+  w.counter = c.counter;
+  if (b >= count)
+    w.token = seqStarts[w.seq];
+  return w;
 }
 
 } // namespace
@@ -314,46 +272,10 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     return;
 
   // The sequence's last chunk to finish merges all of them.
-  fenceDevice();
-  __syncthreads();
   u32 *counter = &arrivals[w.counter * VOLT_KV_HEADS + kvHead];
-  if (threadIdx.x == 0)
-    last = arrive(counter) == static_cast<u32>(w.splits - 1);
-  __syncthreads();
-  if (!last)
+  if (!arriveLastOf(counter, w.splits, &last))
     return;
-  fenceDevice();
-  const float *records =
-      workspace + static_cast<i64>(w.record) * kRecord + kvHead * kGroup * kHeadRecord;
-  // scratch = weights[kGroup][kPool] (e^(m_i - M)), then sums[kGroup].
-  float *weights = scratch, *sums = scratch + kGroup * kPool;
-  for (int g = warp; g < kGroup; g += kWarps) {
-    const float *head = records + g * kHeadRecord;
-    float mMax = -3.402823466e38f;
-    for (int i = lane; i < w.splits; i += 32)
-      mMax = fmaxf(mMax, loadCoherent(head + static_cast<i64>(i) * kRecord + kDim));
-    mMax = warpMax(mMax);
-    float sum = 0.0f;
-    for (int i = lane; i < w.splits; i += 32) {
-      const float *chunk = head + static_cast<i64>(i) * kRecord;
-      const float f = expf(loadCoherent(chunk + kDim) - mMax);
-      weights[g * kPool + i] = f;
-      sum += loadCoherent(chunk + kDim + 1) * f;
-    }
-    sum = warpSum(sum);
-    if (lane == 0)
-      sums[g] = sum;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kGroup * kDim; i += VOLT_THREADS) {
-    const int g = i / kDim, d = i % kDim;
-    const float *head = records + g * kHeadRecord + d;
-    float o = 0.0f;
-    for (int c = 0; c < w.splits; ++c)
-      o += loadCoherent(head + static_cast<i64>(c) * kRecord) * weights[g * kPool + c];
-    out[static_cast<i64>(t) * VOLT_HEADS * kDim + (kvHead * kGroup) * kDim + i] =
-        floatToHalf(o / sums[g]);
-  }
-  if (threadIdx.x == 0)
-    *counter = 0;
+  mergeSplitRecords<kGroup, kDim, VOLT_HEADS, kPool, VOLT_THREADS>(
+      workspace + static_cast<i64>(w.record) * kRecord + kvHead * kGroup * kHeadRecord, w.splits,
+      out + static_cast<i64>(t) * VOLT_HEADS * kDim + kvHead * kGroup * kDim, scratch, counter);
 }

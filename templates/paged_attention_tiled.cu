@@ -25,15 +25,12 @@
 // Warps whose rows are all masked for a key tile (the diagonal, a short
 // tile) skip its MMAs.
 //
-// Split-K (MAX_SPLITS > 1), as in paged_attention: a decode sequence (one
-// new token) whose context is longer than the step's chunk c = max(
-// SPLIT_K_TOKENS, ceil(sum of the step's decode contexts / MAX_SPLITS)) is
-// cut into n = ceil(context / c) chunks; its tile's block takes the first,
-// a pool of MAX_SPLITS blocks after the tile blocks the others. Each writes
-// its rows' record (unnormalised O, max m, sum l per query head) to the
-// workspace and counts itself; the last of the n merges them exactly.
-// Without it a long decode in a step with prefill chunks would be one
-// block per kv head streaming its whole context while the others wait.
+// Split-K (MAX_SPLITS > 1), as in paged_attention (common/
+// split_attention.cuh): a long decode sequence's tile block takes the first
+// chunk of its context and a pool of MAX_SPLITS blocks after the tile
+// blocks the others. Without it a long decode in a step with prefill
+// chunks would be one block per kv head streaming its whole context while
+// the others wait.
 //
 // Pipeline (Volta has no cp.async): V of key tile j is loaded into
 // registers while S_j is computed, K of tile j + 1 while P_j V_j is; each
@@ -53,7 +50,7 @@
 // tokens per tile (blocks past the step's tiles exit), grid.y = KV_HEADS,
 // QUERY_TILE * 2 threads, kSharedBytes of dynamic shared memory
 // (Launches.cpp computes the same).
-#include "common/blocks.cuh"
+#include "common/split_attention.cuh"
 #include "common/volt.cuh"
 
 #ifndef VOLT_MAX_SPLITS
@@ -146,64 +143,31 @@ VOLT_DEVICE Tile findTile(int b, int seqs, const int *seqStarts) {
   return Tile{-1, 0, 0, 0, 1, 0, 0, 0};
 }
 
-/// Chunks of sequence s's context when it splits (a decode sequence longer
-/// than one chunk), else 0.
-VOLT_DEVICE int chunksOf(int s, int seqs, int chunk, const int *seqStarts, const int *contextLens) {
-  if (s >= seqs || seqStarts[s + 1] - seqStarts[s] != 1)
-    return 0;
-  const int context = contextLens[s];
-  return context > chunk ? (context + chunk - 1) / chunk : 0;
-}
-
 /// Block b's work, found by one warp: tile blocks (b < tiles) take their
 /// tile (and the first chunk of a split decode's context); pool blocks take
-/// the (b - tiles)-th extra chunk of the step, counting the split
-/// sequences' chunks 1..n-1 in sequence order (paged_attention's order).
+/// the (b - tiles)-th extra chunk of the step.
 VOLT_DEVICE Tile findWork(int b, int tiles, int seqs, const int *seqStarts,
                           const int *contextLens) {
   Tile w = b < tiles ? findTile(b, seqs, seqStarts) : Tile{-1, 0, 0, 0, 1, 0, 0, 0};
   if (kPool == 0 || (b < tiles && w.seq < 0))
     return w;
-  const int lane = static_cast<int>(laneId());
-  int decode = 0;
-  for (int s = lane; s < seqs; s += 32)
-    if (seqStarts[s + 1] - seqStarts[s] == 1)
-      decode += contextLens[s];
-  decode = shuffle(warpPrefixSum(decode), 31);
-  constexpr int kPoolOr1 = kPool > 0 ? kPool : 1;
-  const int chunk = max(VOLT_SPLIT_K_TOKENS, (decode + kPoolOr1 - 1) / kPoolOr1);
-  if (b < tiles && chunksOf(w.seq, seqs, chunk, seqStarts, contextLens) == 0)
+  const int chunk =
+      splitChunkLength(kPool, VOLT_SPLIT_K_TOKENS, seqs, seqStarts, contextLens);
+  if (b < tiles && splitChunksOf(w.seq, seqs, chunk, seqStarts, contextLens) == 0)
     return w;
-  const int extraChunk = b - tiles;
-  int extraBefore = 0, recordsBefore = 0, splitBefore = 0;
-  for (int first = 0; first < seqs; first += 32) {
-    const int s = first + lane;
-    const int n = chunksOf(s, seqs, chunk, seqStarts, contextLens);
-    const int extra = n > 0 ? n - 1 : 0;
-    const int extraEnd = warpPrefixSum(extra), records = warpPrefixSum(n),
-              split = warpPrefixSum(n > 0 ? 1 : 0);
-    const int extraFirst = extraBefore + extraEnd - extra;
-    const bool mine =
-        n > 0 &&
-        (b < tiles ? s == w.seq : extraFirst <= extraChunk && extraChunk < extraFirst + extra);
-    const u32 hit = warpBallot(mine);
-    if (hit != 0) {
-      const int from = __ffs(hit) - 1;
-      w.seq = shuffle(s, from);
-      w.splits = shuffle(n, from);
-      w.split = b < tiles ? 0 : 1 + extraChunk - shuffle(extraFirst, from);
-      w.chunk = chunk;
-      w.record = recordsBefore + shuffle(records - n, from);
-      w.counter = splitBefore + shuffle(split - 1, from);
-      w.first = seqStarts[w.seq];
-      w.tokens = 1;
-      return w;
-    }
-    extraBefore += shuffle(extraEnd, 31);
-    recordsBefore += shuffle(records, 31);
-    splitBefore += shuffle(split, 31);
-  }
-  return Tile{-1, 0, 0, 0, 1, 0, 0, 0}; // a pool block beyond the step's extra chunks
+  const SplitChunk c =
+      findSplitChunk(b < tiles ? w.seq : -1, b - tiles, chunk, seqs, seqStarts, contextLens);
+  if (c.seq < 0)
+    return Tile{-1, 0, 0, 0, 1, 0, 0, 0}; // a pool block beyond the step's extra chunks
+  w.seq = c.seq;
+  w.split = c.split;
+  w.splits = c.splits;
+  w.chunk = c.chunk;
+  w.record = c.record;
+  w.counter = c.counter;
+  w.first = seqStarts[w.seq];
+  w.tokens = 1;
+  return w;
 }
 
 VOLT_DEVICE u32 packHalves(float lo, float hi) {
@@ -489,47 +453,12 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         record[row[r] * kHeadRecord + kDim] = m[r];
         record[row[r] * kHeadRecord + kDim + 1] = l[r];
       }
-  fenceDevice();
-  __syncthreads();
   u32 *counter = &arrivals[tile.counter * VOLT_KV_HEADS + kvHead];
-  if (threadIdx.x == 0)
-    last = arrive(counter) == static_cast<u32>(tile.splits - 1);
-  __syncthreads();
-  if (!last)
+  if (!arriveLastOf(counter, tile.splits, &last))
     return;
-  fenceDevice();
-  const float *records =
-      workspace + static_cast<i64>(tile.record) * kRecord + kvHead * kGroup * kHeadRecord;
-  // Shared memory (free now) = weights[kGroup][kPool] (e^(m_i - M)), then
-  // sums[kGroup].
-  float *weights = reinterpret_cast<float *>(shared), *sums = weights + kGroup * kPool;
-  for (int g = warp; g < kGroup; g += kWarps) {
-    const float *head = records + g * kHeadRecord;
-    float mMax = kLowest;
-    for (int i = lane; i < tile.splits; i += 32)
-      mMax = fmaxf(mMax, loadCoherent(head + static_cast<i64>(i) * kRecord + kDim));
-    mMax = warpMax(mMax);
-    float sum = 0.0f;
-    for (int i = lane; i < tile.splits; i += 32) {
-      const float *chunk = head + static_cast<i64>(i) * kRecord;
-      const float f = expf(loadCoherent(chunk + kDim) - mMax);
-      weights[g * kPool + i] = f;
-      sum += loadCoherent(chunk + kDim + 1) * f;
-    }
-    sum = warpSum(sum);
-    if (lane == 0)
-      sums[g] = sum;
-  }
-  __syncthreads();
-  for (int i = threadIdx.x; i < kGroup * kDim; i += kThreads) {
-    const int g = i / kDim;
-    const float *head = records + g * kHeadRecord + i % kDim;
-    float sum = 0.0f;
-    for (int c = 0; c < tile.splits; ++c)
-      sum += loadCoherent(head + static_cast<i64>(c) * kRecord) * weights[g * kPool + c];
-    out[static_cast<i64>(tile.first) * VOLT_HEADS * kDim + kvHead * kGroup * kDim + i] =
-        floatToHalf(sum / sums[g]);
-  }
-  if (threadIdx.x == 0)
-    *counter = 0;
+  // Shared memory (free now) holds the merge's weights and sums.
+  mergeSplitRecords<kGroup, kDim, VOLT_HEADS, kPool, kThreads>(
+      workspace + static_cast<i64>(tile.record) * kRecord + kvHead * kGroup * kHeadRecord,
+      tile.splits, out + static_cast<i64>(tile.first) * VOLT_HEADS * kDim + kvHead * kGroup * kDim,
+      reinterpret_cast<float *>(shared), counter);
 }

@@ -14,6 +14,7 @@
 
 // Every shared header at file scope, before any instance's namespace.
 #include "common/blocks.cuh"
+#include "common/split_attention.cuh"
 #include "common/gemm.cuh"
 #include "common/gemv.cuh"
 #include "common/math.cuh"

@@ -41,36 +41,40 @@ std::optional<nlohmann::json> occupancy(const plan::Plan &p, uint32_t index,
     return std::nullopt;
   const plan::Kernel *k = p.kernels()->Get(index);
   const plan::KernelResources *res = k->resources();
+  auto at = [&](int64_t threads, int64_t dynamicShared) -> std::optional<nlohmann::json> {
+    if (threads <= 0)
+      return std::nullopt;
+    int64_t warps = (threads + 31) / 32;
+    int64_t byThreads = sku->maxThreadsPerSm / (warps * 32);
+    int64_t regs = res ? std::max<int64_t>(res->registers(), 1) : 1;
+    // Registers are allocated per warp in units of 256.
+    int64_t perWarp = (regs * 32 + 255) / 256 * 256;
+    int64_t byRegisters = sku->registersPerSm / (perWarp * warps);
+    int64_t shared = (res ? res->static_shared_bytes() : 0) + dynamicShared;
+    int64_t byShared =
+        shared > 0 ? static_cast<int64_t>(sku->sharedMemoryPerSmBytes) / shared : byThreads;
+    int64_t blocks = std::min({byThreads, byRegisters, byShared, int64_t{32}});
+    const char *limit = blocks == byThreads     ? "threads"
+                        : blocks == byRegisters ? "registers"
+                        : blocks == byShared    ? "shared memory"
+                                                : "32 blocks per SM";
+    double fraction = static_cast<double>(blocks * warps * 32) / sku->maxThreadsPerSm;
+    return nlohmann::json{{"threads_per_block", threads},
+                          {"blocks_per_sm", blocks},
+                          {"fraction", fraction},
+                          {"limited_by", limit}};
+  };
+  // The sampler runs outside the step program, with the plan's threads.
+  if (p.sampler() && p.sampler()->kernel() == index)
+    return at(p.sampler()->threads(), 0);
   for (const plan::Rank *r : *p.ranks())
     for (const plan::Op *op : *r->ops()) {
       if (!op->launches())
         continue;
-      for (const plan::Launch *l : *op->launches()) {
-        if (l->kernel() != index)
-          continue;
-        int64_t threads = static_cast<int64_t>(l->block_x()) * l->block_y() * l->block_z();
-        if (threads <= 0)
-          return std::nullopt;
-        int64_t warps = (threads + 31) / 32;
-        int64_t byThreads = sku->maxThreadsPerSm / (warps * 32);
-        int64_t regs = res ? std::max<int64_t>(res->registers(), 1) : 1;
-        // Registers are allocated per warp in units of 256.
-        int64_t perWarp = (regs * 32 + 255) / 256 * 256;
-        int64_t byRegisters = sku->registersPerSm / (perWarp * warps);
-        int64_t shared = (res ? res->static_shared_bytes() : 0) + l->shared_bytes();
-        int64_t byShared = shared > 0 ? static_cast<int64_t>(sku->sharedMemoryPerSmBytes) / shared
-                                      : byThreads;
-        int64_t blocks = std::min({byThreads, byRegisters, byShared, int64_t{32}});
-        const char *limit = blocks == byThreads     ? "threads"
-                            : blocks == byRegisters ? "registers"
-                            : blocks == byShared    ? "shared memory"
-                                                    : "32 blocks per SM";
-        double fraction = static_cast<double>(blocks * warps * 32) / sku->maxThreadsPerSm;
-        return nlohmann::json{{"threads_per_block", threads},
-                              {"blocks_per_sm", blocks},
-                              {"fraction", fraction},
-                              {"limited_by", limit}};
-      }
+      for (const plan::Launch *l : *op->launches())
+        if (l->kernel() == index)
+          return at(static_cast<int64_t>(l->block_x()) * l->block_y() * l->block_z(),
+                    l->shared_bytes());
     }
   return std::nullopt;
 }
@@ -93,8 +97,9 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
     uint64_t kvTokens = static_cast<uint64_t>(kv->num_blocks()) * kv->block_size();
     nlohmann::json buffers = nlohmann::json::array();
     std::vector<const plan::Buffer *> largest(r->buffers()->begin(), r->buffers()->end());
-    std::stable_sort(largest.begin(), largest.end(),
-                     [](const plan::Buffer *a, const plan::Buffer *b) { return a->bytes() > b->bytes(); });
+    std::stable_sort(
+        largest.begin(), largest.end(),
+        [](const plan::Buffer *a, const plan::Buffer *b) { return a->bytes() > b->bytes(); });
     if (largest.size() > 8)
       largest.resize(8);
     for (const plan::Buffer *b : largest)
@@ -193,7 +198,8 @@ std::string formatInspectReport(const InspectReport &report) {
     row("weights (" + r["weights_file"].get<std::string>() + ")", r["weights_bytes"]);
     const auto &kv = r["kv_cache"];
     char kvNote[160];
-    std::snprintf(kvNote, sizeof kvNote, "%s blocks x %llu = %s tokens = %.1f full-length sequences",
+    std::snprintf(kvNote, sizeof kvNote,
+                  "%s blocks x %llu = %s tokens = %.1f full-length sequences",
                   formatCount(kv["blocks"].get<uint64_t>()).c_str(),
                   static_cast<unsigned long long>(kv["block_size"].get<uint64_t>()),
                   formatCount(kv["tokens"].get<uint64_t>()).c_str(),
@@ -240,11 +246,11 @@ std::string formatInspectReport(const InspectReport &report) {
       if (k.contains("occupancy")) {
         const auto &o = k["occupancy"];
         char buf[128];
-        std::snprintf(buf, sizeof buf, "; %lld threads/block, %lld blocks/SM, occupancy %.0f%% (%s)",
-                      static_cast<long long>(o["threads_per_block"].get<int64_t>()),
-                      static_cast<long long>(o["blocks_per_sm"].get<int64_t>()),
-                      100.0 * o["fraction"].get<double>(),
-                      o["limited_by"].get<std::string>().c_str());
+        std::snprintf(
+            buf, sizeof buf, "; %lld threads/block, %lld blocks/SM, occupancy %.0f%% (%s)",
+            static_cast<long long>(o["threads_per_block"].get<int64_t>()),
+            static_cast<long long>(o["blocks_per_sm"].get<int64_t>()),
+            100.0 * o["fraction"].get<double>(), o["limited_by"].get<std::string>().c_str());
         out << buf;
       }
       out << "\n";

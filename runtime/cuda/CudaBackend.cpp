@@ -7,6 +7,7 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "runtime/cuda/CudaBackendState.h"
+#include "runtime/cuda/SyntheticWeights.h"
 #include "runtime/support/Strings.h"
 
 #include <algorithm>
@@ -40,6 +41,39 @@ Result<bool> graphsWanted(bool requested) {
   if (v == "1" || v == "on" || v == "true" || v.empty())
     return requested;
   return Error("VOLT_CUDA_GRAPHS: expected 0 or 1 (off or on), found '" + v + "'");
+}
+
+/// Fills the weights of `rank` at `weights` with synthetic contents: the
+/// patterns go up once, then device-to-device copies (and memsets for
+/// zeros) on `stream`; the patterns are freed before returning.
+Status fillSyntheticWeights(CudaDriver &d, const plan::Rank &rank, CUdeviceptr weights,
+                            CUstream stream, const std::string &label) {
+  const SyntheticFill fill = syntheticFill(rank);
+  CUdeviceptr patterns = 0;
+  VOLT_RETURN_IF_ERROR(d.check(d.cuMemAlloc(&patterns, fill.patterns.size()),
+                               label + ": allocating the synthetic weight patterns (" +
+                                   formatBytes(fill.patterns.size()) + ")"));
+  auto run = [&]() -> Status {
+    VOLT_RETURN_IF_ERROR(
+        d.check(d.cuMemcpyHtoD(patterns, fill.patterns.data(), fill.patterns.size()),
+                label + ": uploading the synthetic weight patterns"));
+    // The copies run on a non-blocking stream, which does not wait for a
+    // pageable upload's DMA.
+    VOLT_RETURN_IF_ERROR(
+        d.check(d.cuCtxSynchronize(), label + ": uploading the synthetic weight patterns"));
+    for (const SyntheticCopy &c : fill.copies) {
+      const CUresult rc =
+          c.kind == SyntheticKind::Zeros
+              ? d.cuMemsetD8Async(weights + c.to, 0, c.bytes, stream)
+              : d.cuMemcpyDtoDAsync(weights + c.to, patterns + fill.patternOffset(c.kind) + c.from,
+                                    c.bytes, stream);
+      VOLT_RETURN_IF_ERROR(d.check(rc, label + ": filling the synthetic weights"));
+    }
+    return d.check(d.cuStreamSynchronize(stream), label + ": filling the synthetic weights");
+  };
+  Status filled = run();
+  d.cuMemFree(patterns);
+  return filled;
 }
 
 } // namespace
@@ -194,19 +228,20 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
         gatherBytes = std::max(gatherBytes, rows * op->params()->dim() * elem * ranks);
       }
     std::span<const uint8_t> pack = loaded.pack(r);
-    if (pack.size() != pr->pack()->bytes())
+    const uint64_t weightBytes = pr->pack()->bytes();
+    if (!options.syntheticWeights && pack.size() != weightBytes)
       return Error(where + ": the weight pack of rank " + std::to_string(r) + " is not loaded");
     rs.layout = InputLayout::forLimits(maxTokens, maxSeqs, limits->max_blocks_per_seq());
     const uint64_t inputBytes = rs.layout.totalBytes;
     // The sampler runs on rank 0 only.
     const uint64_t candidateBytes = r == 0 ? shared.candidates.totalBytes : 0;
-    const uint64_t need = pack.size() + pr->arena_bytes() + pr->workspace_bytes() + kvBytes +
+    const uint64_t need = weightBytes + pr->arena_bytes() + pr->workspace_bytes() + kvBytes +
                           inputBytes + maxSeqs * vocab * 4 + gatherBytes + candidateBytes;
     size_t freeBytes = 0, totalBytes = 0;
     VOLT_RETURN_IF_ERROR(d.check(d.cuMemGetInfo(&freeBytes, &totalBytes), label + ": memory"));
     if (need > freeBytes)
       return Error(where + ": rank " + std::to_string(r) + " needs " + formatBytes(need) +
-                   " of device memory (weights " + formatBytes(pack.size()) + ", KV cache " +
+                   " of device memory (weights " + formatBytes(weightBytes) + ", KV cache " +
                    formatBytes(kvBytes) + ", activations " + formatBytes(pr->arena_bytes()) +
                    "); " + label + " (" + rs.name + ") has " + formatBytes(freeBytes) +
                    " free; lower gpu_memory_utilization or max_model_len in the spec, or free "
@@ -219,12 +254,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       rs.allocated += bytes;
       return Status::success();
     };
-    VOLT_RETURN_IF_ERROR(allocate(pack.size(), rs.weights, "the weights"));
-    VOLT_RETURN_IF_ERROR(
-        d.check(d.cuMemcpyHtoD(rs.weights, pack.data(), pack.size()), label + ": uploading"));
-    // From pageable memory the copy may return before its DMA lands, and
-    // the kernels run on non-blocking streams that do not wait for it.
-    VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSynchronize(), label + ": uploading the weights"));
+    VOLT_RETURN_IF_ERROR(allocate(weightBytes, rs.weights, "the weights"));
+    if (options.syntheticWeights) {
+      VOLT_RETURN_IF_ERROR(fillSyntheticWeights(d, *pr, rs.weights, rs.stream, label));
+    } else {
+      VOLT_RETURN_IF_ERROR(
+          d.check(d.cuMemcpyHtoD(rs.weights, pack.data(), pack.size()), label + ": uploading"));
+      // From pageable memory the copy may return before its DMA lands, and
+      // the kernels run on non-blocking streams that do not wait for it.
+      VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSynchronize(), label + ": uploading the weights"));
+    }
     VOLT_RETURN_IF_ERROR(
         allocate(pr->arena_bytes() + pr->workspace_bytes(), rs.arena, "the activation arena"));
     VOLT_RETURN_IF_ERROR(allocate(kvBytes, rs.kv, "the KV cache"));

@@ -66,6 +66,11 @@ struct CudaBackendOptions {
   /// Where the backend's notes go (a capture that failed and the direct
   /// launches that replace it); stderr when empty.
   std::function<void(const std::string &)> log;
+  /// Benchmarking only: do not upload the plan's weight packs (which need
+  /// not be loaded) but fill each rank's weight memory on the device with
+  /// deterministic pseudo-random contents (SyntheticWeights.h). The speed
+  /// is the plan's; the outputs are meaningless.
+  bool syntheticWeights = false;
 };
 
 /// How the steps ran so far.
@@ -82,7 +87,8 @@ struct GraphStats {
 class CudaBackend : public engine::StepBackend {
 public:
   /// Loads the driver, checks every rank's device against the plan (arch,
-  /// free memory), uploads the weights and loads the kernels. `plan` must
+  /// free memory), uploads the weights (or, with syntheticWeights, fills
+  /// their memory) and loads the kernels. `plan` must
   /// outlive the backend.
   static Result<std::unique_ptr<CudaBackend>> create(const plan::LoadedPlan &plan,
                                                      const CudaBackendOptions &options = {});

@@ -27,7 +27,10 @@ struct LoadOptions {
   /// Read every byte of every pack to compare its checksum (XXH3-64). Off
   /// only for tools that inspect a plan without its weights.
   bool verifyChecksums = true;
-  /// Map the weight packs (off: the plan alone, for `voltc inspect`).
+  /// Map the weight packs. Off: the plan alone, its packs neither required
+  /// nor read, for `voltc inspect` and for synthetic weights (the cuda
+  /// backend's benchmarking mode, CudaBackendOptions::syntheticWeights);
+  /// every pack() is then empty.
   bool loadWeights = true;
 };
 
@@ -42,6 +45,8 @@ public:
 
   const Plan &plan() const { return *plan_; }
   const std::filesystem::path &path() const { return path_; }
+  /// Whether the weight packs were loaded (LoadOptions::loadWeights).
+  bool weightsLoaded() const { return !packs_.empty(); }
   /// The bytes of rank `rank`'s weight pack (empty when not loaded).
   std::span<const uint8_t> pack(size_t rank) const {
     return rank < packs_.size() && packs_[rank] ? packs_[rank]->bytes()

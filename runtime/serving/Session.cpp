@@ -35,22 +35,33 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
                                                const SessionOptions &options) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Session> s(new Session());
+  if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
+    return Error("--backend: unknown backend '" + options.backend + "' (valid: auto, cpu, cuda)");
+  if (options.syntheticWeights && options.backend == "cpu")
+    return Error("--synthetic-weights: the cpu backend runs only a plan's real weights; "
+                 "synthetic weights are for benchmarking the cuda backend (--backend cuda)");
   plan::LoadOptions load;
   load.verifyChecksums = options.verifyChecksums;
+  load.loadWeights = !options.syntheticWeights;
   auto loaded = plan::LoadedPlan::load(path, load);
   if (!loaded)
     return loaded.error();
   s->loaded_ = std::move(*loaded);
+  s->syntheticWeights_ = options.syntheticWeights;
   const plan::Plan &p = s->loaded_->plan();
   std::string arch = p.arch() ? p.arch()->str() : "";
-
-  if (options.backend != "auto" && options.backend != "cpu" && options.backend != "cuda")
-    return Error("--backend: unknown backend '" + options.backend + "' (valid: auto, cpu, cuda)");
+  if (options.syntheticWeights && arch.rfind("sm_", 0) != 0)
+    return Error(path.string() + ": --synthetic-weights: the plan was compiled for " +
+                 (arch.empty() ? "?" : arch) +
+                 ", not for a GPU; synthetic weights are for benchmarking the cuda backend: "
+                 "compile the spec for a GPU target");
   // auto: the GPU the plan was compiled for when one is usable here, else
   // the cpu backend (which runs any plan), saying why.
   std::string cudaError;
   if (options.backend == "cuda" || (options.backend == "auto" && arch != "cpu")) {
-    auto gpu = cuda::CudaBackend::create(*s->loaded_);
+    cuda::CudaBackendOptions cudaOptions;
+    cudaOptions.syntheticWeights = options.syntheticWeights;
+    auto gpu = cuda::CudaBackend::create(*s->loaded_, cudaOptions);
     if (gpu) {
       s->backendName_ = "cuda";
       std::string devices;
@@ -60,8 +71,11 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
                                                      : "the plan is for " + arch + ": ") +
                           devices;
       s->backend_ = std::move(*gpu);
-    } else if (options.backend == "cuda") {
-      return gpu.error();
+    } else if (options.backend == "cuda" || options.syntheticWeights) {
+      // Without its weights the plan cannot fall back to the cpu backend.
+      return options.syntheticWeights
+                 ? Error("--synthetic-weights needs the cuda backend: " + gpu.message())
+                 : gpu.error();
     } else {
       cudaError = gpu.message();
     }

@@ -19,6 +19,11 @@
 
 namespace volt::serving {
 
+/// What volt-run and volt-serve print at start-up with --synthetic-weights.
+inline constexpr const char *kSyntheticWeightsNotice =
+    "--synthetic-weights: the weights are pseudo-random, not the model's; the output is "
+    "meaningless text (for benchmarking speed only)";
+
 struct SessionOptions {
   /// "cpu", "cuda", or "auto" (cuda when the plan is for a GPU present
   /// here, else cpu).
@@ -32,6 +37,12 @@ struct SessionOptions {
   /// The backend is idle while they run, so they may share its cores.
   int samplerThreads = 0;
   bool verifyChecksums = true;
+  /// Benchmarking only: load the plan without its weight packs and have
+  /// the cuda backend fill the weight memory with pseudo-random contents
+  /// (CudaBackendOptions::syntheticWeights). Needs a GPU plan and the cuda
+  /// backend ("auto" means cuda, never a fallback to cpu); the outputs are
+  /// meaningless text.
+  bool syntheticWeights = false;
 };
 
 class Session {
@@ -48,6 +59,8 @@ public:
   /// "cpu" or "cuda", and why it was chosen.
   const std::string &backendName() const { return backendName_; }
   const std::string &backendReason() const { return backendReason_; }
+  /// Whether the weights are synthetic (SessionOptions::syntheticWeights).
+  bool syntheticWeights() const { return syntheticWeights_; }
   double loadSeconds() const { return loadSeconds_; }
   const std::string &servedModelName() const { return servedModelName_; }
 
@@ -72,6 +85,7 @@ private:
   nlohmann::ordered_json specialTokens_;
   std::string backendName_, backendReason_, servedModelName_;
   double loadSeconds_ = 0;
+  bool syntheticWeights_ = false;
 };
 
 } // namespace volt::serving

@@ -19,12 +19,12 @@ int main(int argc, char **argv) {
   int maxTokens = 64, threads = 0, topK = 0;
   float temperature = 0.0f, topP = 1.0f, minP = 0.0f;
   uint64_t seed = 0;
-  bool ignoreEos = false, printIds = false, noVerify = false;
+  bool ignoreEos = false, printIds = false, noVerify = false, syntheticWeights = false;
   app.add_option("plan", planPath, "plan file (weights.rankN.bin beside it)")->required();
   auto *p = app.add_option("--prompt", prompt, "prompt text (tokenized without special tokens)");
   auto *ids = app.add_option("--prompt-ids", promptIds, "prompt token ids, comma-separated");
-  auto *c = app.add_option("--chat", chat,
-                           "a user message, rendered with the model's chat template");
+  auto *c =
+      app.add_option("--chat", chat, "a user message, rendered with the model's chat template");
   p->excludes(ids)->excludes(c);
   ids->excludes(c);
   app.add_option("--max-tokens", maxTokens, "tokens to generate at most")->capture_default_str();
@@ -39,12 +39,19 @@ int main(int argc, char **argv) {
   app.add_flag("--print-ids", printIds, "also print the generated token ids");
   app.add_flag("--no-verify-checksums", noVerify,
                "skip reading the weight packs to check their checksums");
+  app.add_flag("--synthetic-weights", syntheticWeights,
+               "benchmarking only: load the plan without its weight packs and fill the GPU's "
+               "weight memory with pseudo-random values (cuda backend; the output is "
+               "meaningless text)");
   CLI11_PARSE(app, argc, argv);
 
   volt::serving::SessionOptions options;
   options.backend = backend;
   options.threads = threads;
   options.verifyChecksums = !noVerify;
+  options.syntheticWeights = syntheticWeights;
+  if (syntheticWeights)
+    std::fprintf(stderr, "volt-run: %s\n", volt::serving::kSyntheticWeightsNotice);
   auto session = volt::serving::Session::open(planPath, options);
   if (!session) {
     std::fprintf(stderr, "volt-run: error: %s\n", session.message().c_str());
@@ -95,9 +102,8 @@ int main(int argc, char **argv) {
   sampling.seed = seed;
   sampling.maxTokens = maxTokens;
   sampling.ignoreEos = ignoreEos;
-  auto generation = volt::serving::generate(s, tokens, sampling, [](const std::string &text) {
-    std::cout << text << std::flush;
-  });
+  auto generation = volt::serving::generate(
+      s, tokens, sampling, [](const std::string &text) { std::cout << text << std::flush; });
   std::cout << std::endl;
   if (!generation) {
     std::fprintf(stderr, "volt-run: error: %s\n", generation.message().c_str());

@@ -23,7 +23,7 @@ int serve(int argc, char **argv) {
   CLI::App app{"volt-serve: serve a compiled plan over an OpenAI-compatible HTTP API"};
   std::string planPath, backend = "auto";
   int threads = 0, samplerThreads = 0;
-  bool noVerify = false, noAccessLog = false;
+  bool noVerify = false, noAccessLog = false, syntheticWeights = false;
   volt::server::ServerOptions o;
   app.add_option("plan", planPath, "plan file (weights.rankN.bin beside it)")->required();
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
@@ -66,6 +66,10 @@ int serve(int argc, char **argv) {
   app.add_flag("--no-access-log", noAccessLog, "do not log a line per request");
   app.add_flag("--no-verify-checksums", noVerify,
                "skip reading the weight packs to check their checksums");
+  app.add_flag("--synthetic-weights", syntheticWeights,
+               "benchmarking only: load the plan without its weight packs and fill the GPU's "
+               "weight memory with pseudo-random values (cuda backend; the output is "
+               "meaningless text)");
   CLI11_PARSE(app, argc, argv);
   o.planPath = planPath;
   o.accessLog = noAccessLog ? nullptr : stderr;
@@ -114,6 +118,9 @@ int serve(int argc, char **argv) {
   sessionOptions.threads = threads;
   sessionOptions.samplerThreads = samplerThreads;
   sessionOptions.verifyChecksums = !noVerify;
+  sessionOptions.syntheticWeights = syntheticWeights;
+  if (syntheticWeights)
+    std::fprintf(stderr, "volt-serve: %s\n", volt::serving::kSyntheticWeightsNotice);
   auto session = volt::serving::Session::open(planPath, sessionOptions);
   if (!session) {
     std::fprintf(stderr, "volt-serve: error: %s\n", session.message().c_str());

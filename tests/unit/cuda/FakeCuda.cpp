@@ -193,4 +193,13 @@ uint64_t FakeCuda::allocatedBytes(int device) const {
   return total;
 }
 
+std::map<uint64_t, uint64_t> FakeCuda::allocations(int device) const {
+  Lock lock(state->mutex);
+  std::map<uint64_t, uint64_t> out;
+  for (const auto &[at, a] : state->memory)
+    if (a.device == device)
+      out[at] = a.bytes;
+  return out;
+}
+
 } // namespace volt::cuda::testing

@@ -157,6 +157,8 @@ public:
   std::string describeLive() const;
   /// Device memory allocated on `device`.
   uint64_t allocatedBytes(int device) const;
+  /// The live allocations of `device`: base address to size.
+  std::map<uint64_t, uint64_t> allocations(int device) const;
 
   /// The implementation's state (FakeCuda.cpp); public so that the entry
   /// points, plain functions, reach it.

@@ -3,16 +3,22 @@
 // Sampler::sampleCandidates decides a token from the k largest logits of a
 // row and its normalisers (StepCandidates) whenever they determine the
 // answer: the weights are those sample() computes, e^(x/T - M/T), from the
-// same floats, so the kept set and its order are sample()'s. Whether a
-// request needs its row never depends on its draw, except for plain
-// temperature, whose draw may land past the candidates: sampleRow then
-// continues the same walk over the row, so that every token keeps its
-// probability.
+// same floats, and the kept set is walked in sample()'s order (top_p: by
+// weight, then id; top_k, min_p: by id), so that the same draw gives
+// sample()'s token (up to the rounding of the backend's normaliser where
+// the candidates do not hold the whole kept set). Whether a request needs
+// its row never depends on its draw, except for plain temperature, whose
+// draw may land past the candidates: sampleRow then continues the same
+// walk (most likely first, then by id) over the row, so that every token
+// keeps its probability; that walk is not sample()'s, so for plain
+// temperature a seed gives other tokens than on a backend without
+// candidates (from the same distribution).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/engine/Sampler.h"
 #include "runtime/engine/VocabMath.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace volt::engine {
@@ -52,6 +58,27 @@ SampleLogprobs candidateLogprobs(const CandidateRow &row, size_t chosen, int32_t
   return out;
 }
 
+/// Reorders the kept candidates (ids, weights and their candidate
+/// positions together) by `before`.
+template <typename Before>
+void orderKept(std::vector<int32_t> &ids, std::vector<float> &weights, std::vector<size_t> &at,
+               Before before) {
+  struct Kept {
+    int32_t id;
+    float weight;
+    size_t at;
+  };
+  std::vector<Kept> kept(ids.size());
+  for (size_t j = 0; j < ids.size(); ++j)
+    kept[j] = {ids[j], weights[j], at[j]};
+  std::sort(kept.begin(), kept.end(), before);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    ids[j] = kept[j].id;
+    weights[j] = kept[j].weight;
+    at[j] = kept[j].at;
+  }
+}
+
 } // namespace
 
 Result<std::optional<SampledToken>> Sampler::sampleCandidates(const CandidateRow &row,
@@ -60,8 +87,13 @@ Result<std::optional<SampledToken>> Sampler::sampleCandidates(const CandidateRow
                                                               std::span<const int32_t> masked,
                                                               double uniform) {
   const size_t k = row.ids.size(), n = validCount(row);
-  if (editsLogits(params, masked) || n == 0 || (params.logprobs && size_t(*params.logprobs) > n))
-    return std::optional<SampledToken>();
+  if (editsLogits(params, masked) || n == 0 || (params.logprobs && size_t(*params.logprobs) > n) ||
+      !(row.values[0] > -INFINITY))
+    return std::optional<SampledToken>(); // sample() decides, or reports the row's error
+  for (size_t j = 0; j < n; ++j)
+    if (row.ids[j] >= vocabSize_)
+      return Error("sampling candidates: id " + std::to_string(row.ids[j]) +
+                   " is not in the vocabulary");
   // Every non-NaN logit of the row is a candidate.
   const bool whole = n < k;
   size_t chosen = 0;
@@ -109,8 +141,13 @@ Result<std::optional<SampledToken>> Sampler::sampleCandidates(const CandidateRow
     for (float w : candW_)
       kept += w;
     if (params.topP < 1.0f) {
-      // The nucleus, most likely first, against the mass of what top_k and
-      // min_p kept (the whole row's, from the backend, when they kept all).
+      // The nucleus, in sample()'s order: larger weight first, equal
+      // weights by lower id (distinct logits may round to one weight),
+      // against the mass of what top_k and min_p kept (the whole row's,
+      // from the backend, when they kept all).
+      orderKept(cand_, candW_, at, [](const auto &a, const auto &b) {
+        return a.weight != b.weight ? a.weight > b.weight : a.id < b.id;
+      });
       const double total = closed ? kept : double(row.sumT);
       const double bound = double(params.topP) * total;
       double before = 0;
@@ -119,6 +156,11 @@ Result<std::optional<SampledToken>> Sampler::sampleCandidates(const CandidateRow
         before += candW_[nucleus++];
       if (before < bound && !closed)
         return std::optional<SampledToken>(); // the nucleus reaches past the candidates
+      // A token past the candidates weighs at most the last candidate's
+      // weight; at that weight it may come first (a lower id).
+      if (!closed &&
+          candW_[std::max<size_t>(nucleus, 1) - 1] <= expNonPositive(scaled[n - 1] - maxLogit))
+        return std::optional<SampledToken>();
       cand_.resize(std::max<size_t>(nucleus, 1));
       candW_.resize(cand_.size());
       at.resize(cand_.size());
@@ -126,7 +168,11 @@ Result<std::optional<SampledToken>> Sampler::sampleCandidates(const CandidateRow
       for (float w : candW_)
         candTotal_ += w;
     } else if (closed) {
-      candTotal_ = kept;
+      // sample() draws top_k's and min_p's sets in id order: so do these.
+      orderKept(cand_, candW_, at, [](const auto &a, const auto &b) { return a.id < b.id; });
+      candTotal_ = 0;
+      for (float w : candW_)
+        candTotal_ += w;
     } else {
       // Plain temperature over the whole row: the draw walks the candidates
       // first; past them, it needs the row (sampleRow continues the walk).

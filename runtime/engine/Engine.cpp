@@ -363,43 +363,42 @@ Status Engine::runWithCandidates(const SchedulerOutput &sched, const std::vector
     row.sumT = candidateStats_[i * 3 + 2];
     return row;
   };
-  stepFromCandidates_ = stepRowsFetched_ = 0;
-  std::vector<char> needsRow(sampling.size(), 0);
+  // Decide what the candidates can; nothing is applied before the rows the
+  // others need have arrived, so a failed fetch fails the step as a
+  // failed run would.
+  std::vector<std::optional<Result<SampledToken>>> decided(sampling.size());
   pool_.run(sampling.size(), [&](int worker, size_t j) {
-    const size_t i = sampling[j];
-    const Sequence &seq = *sched.seqs[i].seq;
-    auto decided = samplers_[worker]->sampleCandidates(rowOf(i), seq.params, seq.history,
-                                                       maskedFor(seq), drawFor(seq));
-    if (decided.ok() && !decided->has_value()) {
-      needsRow[j] = 1;
-      return;
-    }
-    outcomes[i] = applySample(sched.seqs[i],
-                              decided.ok() ? Result<SampledToken>(std::move(**decided))
-                                           : Result<SampledToken>(decided.error()),
-                              now);
+    const Sequence &seq = *sched.seqs[sampling[j]].seq;
+    auto d = samplers_[worker]->sampleCandidates(rowOf(sampling[j]), seq.params, seq.history,
+                                                 maskedFor(seq), drawFor(seq));
+    if (!d.ok())
+      decided[j].emplace(d.error());
+    else if (d->has_value())
+      decided[j].emplace(std::move(**d));
   });
   std::vector<int32_t> rowSeqs;
   std::vector<size_t> rowJobs;
-  stepFromCandidates_ = sampling.size() - size_t(std::count(needsRow.begin(), needsRow.end(), 1));
   for (size_t j = 0; j < sampling.size(); ++j)
-    if (needsRow[j]) {
+    if (!decided[j]) {
       rowSeqs.push_back(int32_t(sampling[j]));
-      rowJobs.push_back(sampling[j]);
+      rowJobs.push_back(j);
     }
-  if (rowSeqs.empty())
-    return Status::success();
+  if (!rowSeqs.empty()) {
+    logits_.resize(rowSeqs.size() * vocab);
+    VOLT_RETURN_IF_ERROR(backend_.fetchRows(rowSeqs, logits_));
+    pool_.run(rowJobs.size(), [&](int worker, size_t r) {
+      const size_t j = rowJobs[r], i = sampling[j];
+      const Sequence &seq = *sched.seqs[i].seq;
+      decided[j].emplace(samplers_[worker]->sampleRow(
+          std::span<const float>(logits_).subspan(r * vocab, vocab), rowOf(i), seq.params,
+          seq.history, maskedFor(seq), drawFor(seq)));
+    });
+  }
   stepRowsFetched_ = rowSeqs.size();
-  logits_.resize(rowSeqs.size() * vocab);
-  VOLT_RETURN_IF_ERROR(backend_.fetchRows(rowSeqs, logits_));
-  pool_.run(rowJobs.size(), [&](int worker, size_t r) {
-    const size_t i = rowJobs[r];
-    const Sequence &seq = *sched.seqs[i].seq;
-    outcomes[i] = applySample(sched.seqs[i],
-                              samplers_[worker]->sampleRow(
-                                  std::span<const float>(logits_).subspan(r * vocab, vocab),
-                                  rowOf(i), seq.params, seq.history, maskedFor(seq), drawFor(seq)),
-                              now);
+  stepFromCandidates_ = sampling.size() - rowSeqs.size();
+  pool_.run(sampling.size(), [&](int, size_t j) {
+    const size_t i = sampling[j];
+    outcomes[i] = applySample(sched.seqs[i], std::move(*decided[j]), now);
   });
   return Status::success();
 }

@@ -212,6 +212,31 @@ TEST(Engine, CandidatePathGreedyAndPenalizedTokensAreTheReferences) {
     EXPECT_TRUE(t == 0.0f || t == 0.7f) << t;
 }
 
+TEST(Engine, ACandidateStepWhoseRowFetchFailsGivesNoTokens) {
+  // A row the candidates cannot decide (penalties) fails to arrive: the
+  // step fails as a failed run does, and no request gets a token from it,
+  // not even those the candidates decided.
+  EngineConfig cfg = smallConfig();
+  Harness h(cfg);
+  h.model->candidateK = 8;
+  h.model->failFetch = true;
+  SamplingParams plain = greedy(4), penalized = greedy(4);
+  penalized.temperature = 0.8f;
+  penalized.repetitionPenalty = 1.5f;
+  std::mt19937 rng(47);
+  RequestId a = h.submit(randomPrompt(rng, 5, cfg.vocabSize), plain);
+  RequestId b = h.submit(randomPrompt(rng, 6, cfg.vocabSize), penalized);
+  auto st = h.engine->step();
+  EXPECT_FALSE(st.ok());
+  for (RequestId id : {a, b}) {
+    EXPECT_TRUE(h.results[id].tokens.empty()) << id;
+    EXPECT_EQ(h.results[id].last.finishReason, FinishReason::Abort) << id;
+  }
+  const EngineStats stats = h.engine->stats();
+  EXPECT_EQ(stats.generationTokens, 0u);
+  EXPECT_EQ(stats.rowsFetched, 0u);
+}
+
 TEST(Engine, UnseededRequestsFollowTheEngineSeed) {
   EngineConfig cfg = smallConfig();
   cfg.seed = 5;

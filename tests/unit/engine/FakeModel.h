@@ -88,7 +88,12 @@ public:
     return Status::success();
   }
 
+  /// When set, fetchRows fails (a DMA error).
+  bool failFetch = false;
+
   Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override {
+    if (failFetch)
+      return Error("fake model: DMA failed");
     if (!rowsValid_)
       return Error("fake model: no candidate step to fetch rows of");
     if (rows.size() != seqs.size() * vocab_)

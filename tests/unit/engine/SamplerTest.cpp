@@ -1,5 +1,6 @@
 //===- SamplerTest.cpp - each sampling option against hand computation ----===//
 #include "runtime/engine/Sampler.h"
+#include "runtime/engine/VocabMath.h"
 #include "runtime/cpu/TopCandidates.h"
 
 #include <gtest/gtest.h>
@@ -643,6 +644,101 @@ TEST(CandidateSampler, ARowWithFewerLogitsThanCandidatesIsDecidedWhole) {
   ASSERT_TRUE(want.ok());
   for (int32_t i = 0; i < vocab; ++i)
     EXPECT_NEAR(got[size_t(i)], (*want)[size_t(i)], 2e-4) << i;
+}
+
+} // namespace
+} // namespace volt::engine
+
+namespace volt::engine {
+namespace {
+
+TEST(CandidateSampler, DecidedDrawsAreTheRowsOwnTokens) {
+  // Where the candidates decide, the same draw gives sample()'s token: the
+  // kept set is walked in sample()'s order (top_p by weight then id, top_k
+  // and min_p by id). Plain temperature is the one documented exception.
+  const int32_t vocab = 4096, k = 64;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0, 2.0f);
+  std::vector<float> logits(vocab);
+  for (float &l : logits)
+    l = normal(rng);
+  for (int i = 0; i < 20; ++i)
+    logits[rng() % vocab] = 7.0f + float(i % 5);
+  Sampler s(vocab);
+  struct Case {
+    float temperature, topP, minP;
+    int32_t topK;
+  } cases[] = {
+      {1.0f, 1.0f, 0, 20}, {0.8f, 1.0f, 0.05f, 0}, {0.7f, 0.8f, 0, 0}, {1.0f, 0.9f, 0.01f, 30}};
+  for (const Case &c : cases) {
+    SamplingParams p;
+    p.temperature = c.temperature;
+    p.topP = c.topP;
+    p.minP = c.minP;
+    p.topK = c.topK;
+    const Candidates cand = candidatesOf(logits, k, c.temperature);
+    int decidedDraws = 0;
+    for (int i = 0; i < 2000; ++i) {
+      const double u = (i + 0.5) / 2000;
+      auto decided = s.sampleCandidates(cand.row(), p, {}, {}, u);
+      ASSERT_TRUE(decided.ok());
+      if (!decided->has_value())
+        continue;
+      ++decidedDraws;
+      auto full = s.sample(logits, p, {}, {}, u);
+      ASSERT_TRUE(full.ok());
+      EXPECT_EQ((*decided)->token, full->token)
+          << "draw " << u << " top_k " << c.topK << " top_p " << c.topP << " min_p " << c.minP;
+    }
+    EXPECT_GT(decidedDraws, 1900);
+  }
+}
+
+TEST(CandidateSampler, EqualWeightsAtTheNucleusEdgeFollowTheRowsOrder) {
+  // Two logits a few ulps apart round to one weight; the row orders them
+  // by id, so a lower id past the candidates may come first: the
+  // candidates must not decide then.
+  std::vector<float> logits = {0.1f, -0.4f, std::nextafter(0.1f, 1.0f), -3.0f};
+  Sampler s(4);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.topP = 0.5f;
+  // e^(-7e-9) rounds to 1: tokens 0 and 2 weigh the same.
+  ASSERT_EQ(expNonPositive(logits[0] - logits[2]), 1.0f);
+  // One candidate: token 2 (the largest logit); token 0 ties its weight.
+  const Candidates c = candidatesOf(logits, 1, p.temperature);
+  ASSERT_EQ(c.ids[0], 2);
+  for (double u : {0.1, 0.5, 0.9}) {
+    auto decided = s.sampleCandidates(c.row(), p, {}, {}, u);
+    ASSERT_TRUE(decided.ok());
+    if (decided->has_value()) {
+      auto full = s.sample(logits, p, {}, {}, u);
+      EXPECT_EQ((*decided)->token, full->token) << u;
+    }
+  }
+  // With both among the candidates (and a lighter one after them), the
+  // lower id comes first, as in the row.
+  const Candidates both = candidatesOf(logits, 3, p.temperature);
+  auto decided = s.sampleCandidates(both.row(), p, {}, {}, 0.2);
+  ASSERT_TRUE(decided.ok() && decided->has_value());
+  EXPECT_EQ((*decided)->token, s.sample(logits, p, {}, {}, 0.2)->token);
+}
+
+TEST(CandidateSampler, NoFiniteLogitLeavesTheErrorToTheRow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> logits(100, -inf);
+  Sampler s(100);
+  const Candidates c = candidatesOf(logits, 8, 0.0f);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  auto decided = s.sampleCandidates(c.row(), greedy, {}, {}, 0.5);
+  ASSERT_TRUE(decided.ok());
+  EXPECT_FALSE(decided->has_value());
+  EXPECT_FALSE(s.sampleRow(logits, c.row(), greedy, {}, {}, 0.5).ok());
+  // An id outside the vocabulary (a backend bug) is an error, not a token.
+  Candidates bad = candidatesOf(std::vector<float>(100, 1.0f), 8, 0.0f);
+  bad.ids[0] = 100;
+  EXPECT_FALSE(s.sampleCandidates(bad.row(), greedy, {}, {}, 0.5).ok());
 }
 
 } // namespace

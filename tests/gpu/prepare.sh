@@ -3,7 +3,9 @@
 # the GPU test and benchmark programs, the shared libraries they need that a
 # GPU machine may lack, every kernel they launch (compiled here by NVRTC
 # 11.8 for sm_70: cubin and PTX), and pairs of plans (cpu / GPU) of small
-# synthetic models for the end-to-end test. See README.md.
+# synthetic models for the end-to-end test, and volt-serve, volt-bench and
+# the plan of a full-size Qwen3-30B-A3B without its weights (served there
+# with --synthetic-weights). See README.md.
 #
 #   tests/gpu/prepare.sh [build dir] [bundle dir]
 set -euo pipefail
@@ -13,8 +15,10 @@ out=${2:-$build/gpu-bundle}
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/lib-fallback" "$out/kernels" "$out/plans"
 
-cmake --build "$build" --target gpu_kernels_test gpu_e2e_test gpu_bench voltc volt-mkmodel -j2
-cp "$build/bin/gpu_kernels_test" "$build/bin/gpu_e2e_test" "$build/bin/gpu_bench" "$out/bin/"
+cmake --build "$build" --target gpu_kernels_test gpu_e2e_test gpu_bench volt-serve volt-bench \
+  voltc volt-mkmodel -j2
+cp "$build/bin/gpu_kernels_test" "$build/bin/gpu_e2e_test" "$build/bin/gpu_bench" \
+  "$build/bin/volt-serve" "$build/bin/volt-bench" "$out/bin/"
 # Libraries the GPU machine may lack, except the C library itself, in lib/.
 # The C++ runtime goes to lib-fallback/ instead, which run.sh uses only when
 # the programs do not start with the machine's own: this machine's
@@ -46,5 +50,41 @@ for family in qwen3-moe qwen2-moe qwen3; do
       -o "$dir/plan.vplan" > /dev/null
   done
 done
+
+# End-to-end serving: Qwen3-30B-A3B (volt-mkmodel's preset, its 16.85 GiB of
+# weights written as file holes) compiled for a V100, one GPU. Only the
+# plan travels; volt-serve --synthetic-weights fills the weights there. The
+# preset has no tokenizer: the small model's, its vocabulary widened with
+# filler tokens to the model's 151,936 ids, so that every id the model can
+# produce decodes (the prompts volt-bench sends tokenize as before).
+serve="$work/qwen3-30b-a3b"
+"$build/bin/volt-mkmodel" --preset qwen3-30b-a3b --zeros -o "$serve/model" > /dev/null
+"$build/bin/volt-mkmodel" --family qwen3-moe -o "$serve/small" > /dev/null
+cp "$serve/small/tokenizer_config.json" "$serve/model/"
+python3 - "$serve/small/tokenizer.json" "$serve/model/tokenizer.json" 151936 <<'PY'
+import json, sys
+source, target, vocab_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tokenizer = json.load(open(source, encoding="utf-8"))
+vocab = tokenizer["model"]["vocab"]
+taken = set(vocab.values()) | {t["id"] for t in tokenizer["added_tokens"]}
+filler = 0
+for token_id in range(vocab_size):
+    if token_id in taken:
+        continue
+    while "\u0120w%d" % filler in vocab:
+        filler += 1
+    vocab["\u0120w%d" % filler] = token_id
+json.dump(tokenizer, open(target, "w", encoding="utf-8"), ensure_ascii=False)
+PY
+printf 'model: %s\ntarget: v100-sxm2-32gb\ntensor_parallel_size: 1\nmax_model_len: 4096\nmax_num_seqs: 32\nmax_num_batched_tokens: 2048\n' \
+  "$serve/model" > "$serve/spec.yaml"
+mkdir -p "$serve/plan"
+VOLT_KERNEL_CACHE="$serve/kernels" "$build/bin/voltc" compile "$serve/spec.yaml" \
+  -o "$serve/plan/plan.vplan" > /dev/null
+mkdir -p "$out/serve"
+cp "$serve/plan/plan.vplan" "$out/serve/qwen3-30b-a3b.vplan"
+# The checkpoint and the pack are mostly holes, but 17 GiB each in size.
+rm -rf "$serve"
+
 cp "$root/tests/gpu/run.sh" "$out/"
 du -sh "$out"

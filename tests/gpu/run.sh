@@ -11,7 +11,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 results=${1:-$PWD/results}
 shift || true
 mkdir -p "$results"
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The bundled libraries, unpacked outside the (possibly read-only) bundle.
+libs=$(mktemp -d)
+trap 'rm -rf "$libs"' EXIT
+tar -xzf "$here/lib.tar.gz" -C "$libs"
+export LD_LIBRARY_PATH="$libs/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VOLT_GPU_KERNELS="$here/kernels" VOLT_GPU_PLANS="$here/plans"
 # One JIT cache for the three programs: the driver compiles each kernel's
 # sm_70 PTX for a newer GPU once.
@@ -27,7 +31,7 @@ export CUDA_CACHE_PATH="$results/.jit-cache" CUDA_CACHE_MAXSIZE=4294967296
 # The machine's own libstdc++ first; the bundled one only when the programs
 # do not start without it.
 if ! "$here/bin/gpu_kernels_test" --gtest_list_tests > /dev/null 2> "$results/start.log"; then
-  export LD_LIBRARY_PATH="$here/lib-fallback:$LD_LIBRARY_PATH"
+  export LD_LIBRARY_PATH="$libs/lib-fallback:$LD_LIBRARY_PATH"
   echo "programs need the bundled libraries" >> "$results/device.txt"
 fi
 ldd "$here/bin/gpu_kernels_test" >> "$results/device.txt" 2>&1

@@ -37,6 +37,16 @@ Status checkSampler(const Plan &p, const std::string &name) {
   if (k > p.model()->vocab_size())
     return Error(name + ": sampler.k: expected at most the vocabulary (" +
                  std::to_string(p.model()->vocab_size()) + "), found " + std::to_string(k));
+  // The kernel's buffers are sized by its constants: they must be the
+  // sampler's and the model's (its source reads "top_candidates(k=64,
+  // vocab=151936, threads=512)").
+  const std::string source = kernel->source() ? kernel->source()->str() : "";
+  const std::string expected = "top_candidates(k=" + std::to_string(k) +
+                               ", vocab=" + std::to_string(p.model()->vocab_size()) +
+                               ", threads=" + std::to_string(s->threads()) + ")";
+  if (source != expected)
+    return Error(name + ": sampler: kernel " + std::to_string(s->kernel()) + " was built as '" +
+                 source + "', expected '" + expected + "'");
   return Status::success();
 }
 

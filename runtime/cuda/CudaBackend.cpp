@@ -381,6 +381,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     for (uint32_t r = 0; r < ranks; ++r)
       backend->ranks_[r]->comm = comms[r];
   }
+  shared.rankThreads = std::make_unique<RankThreads>(backend->ranks_.size());
   return backend;
 }
 

@@ -9,11 +9,13 @@
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/RankThreads.h"
 #include "runtime/cuda/StepInputs.h"
 #include "runtime/cuda/StepProgram.h"
 
 #include <array>
 #include <deque>
+#include <memory>
 #include <optional>
 
 namespace volt::cuda {
@@ -64,6 +66,9 @@ struct CudaBackend::Shared {
   /// next step is submitted.
   bool rowsKept = false;
   uint32_t rowsSeqs = 0;
+
+  /// Rank r > 0 enqueues its part of every step on thread r.
+  std::unique_ptr<RankThreads> rankThreads;
 
   /// Empty when graphs are off.
   std::vector<uint32_t> buckets;

@@ -118,14 +118,9 @@ Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float
 
   std::vector<Status> results(ranks_.size());
   std::vector<std::string> captureErrors(ranks_.size());
-  std::vector<std::thread> others;
-  for (size_t r = 1; r < ranks_.size(); ++r)
-    others.emplace_back([&, r] {
-      results[r] = submitRank(*ranks_[r], batch, temperatures, mode, captureErrors[r]);
-    });
-  results[0] = submitRank(*ranks_[0], batch, temperatures, mode, captureErrors[0]);
-  for (std::thread &t : others)
-    t.join();
+  shared.rankThreads->run([&](size_t r) {
+    results[r] = submitRank(*ranks_[r], batch, temperatures, mode, captureErrors[r]);
+  });
 
   if (mode.kind == StepMode::Capture) {
     // Every rank pads a bucket's steps or none does (their collectives'

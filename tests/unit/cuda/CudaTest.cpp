@@ -10,12 +10,17 @@
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/LaunchArgs.h"
 #include "runtime/cuda/Nccl.h"
+#include "runtime/cuda/RankThreads.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 namespace volt::cuda {
 namespace {
@@ -191,6 +196,46 @@ TEST(CudaBackend, NamesTheMissingDriver) {
   ASSERT_FALSE(backend.ok());
   EXPECT_NE(backend.message().find("the CUDA driver library is not installed"), std::string::npos)
       << backend.message();
+}
+
+} // namespace
+} // namespace volt::cuda
+
+namespace volt::cuda {
+namespace {
+
+TEST(RankThreads, EveryRankRunsAtOnceOnItsOwnThread) {
+  // NCCL needs every rank's collective issued at once from different
+  // threads: here each call waits until all four ranks have started, which
+  // would never happen if two ranks shared a thread. Rank r keeps its
+  // thread from step to step.
+  RankThreads threads(4);
+  std::vector<std::thread::id> first(4);
+  for (int step = 0; step < 50; ++step) {
+    std::mutex mu;
+    std::condition_variable cv;
+    int started = 0;
+    std::vector<std::thread::id> ids(4);
+    threads.run([&](size_t r) {
+      std::unique_lock<std::mutex> lock(mu);
+      ids[r] = std::this_thread::get_id();
+      ++started;
+      cv.notify_all();
+      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return started == 4; }))
+          << "rank " << r << " ran alone";
+    });
+    EXPECT_EQ(ids[0], std::this_thread::get_id());
+    for (size_t r = 1; r < 4; ++r) {
+      EXPECT_NE(ids[r], ids[0]);
+      if (step == 0)
+        first[r] = ids[r];
+      EXPECT_EQ(ids[r], first[r]) << "rank " << r << " moved to another thread";
+    }
+  }
+  RankThreads one(1);
+  int calls = 0;
+  one.run([&](size_t r) { calls += int(r) + 1; });
+  EXPECT_EQ(calls, 1);
 }
 
 } // namespace

@@ -131,7 +131,7 @@ uint64_t CpuBackend::hostBytes() const {
   uint64_t total = 0;
   for (const auto &r : ranks_)
     total += r->arenaBytes + (r->keys.size() + r->values.size()) * 2;
-  return total;
+  return total + shared_->rows.capacity() * sizeof(float); // the candidate steps' rows
 }
 
 int CpuBackend::threadsPerRank() const { return shared_->threadsPerRank; }

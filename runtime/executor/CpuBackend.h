@@ -43,7 +43,8 @@ public:
                            engine::StepCandidates &out) override;
   Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override;
 
-  /// Host bytes held for arenas and KV caches, all ranks together.
+  /// Host bytes held for arenas, KV caches and (with candidates) the last
+  /// step's rows, all ranks together.
   uint64_t hostBytes() const;
   int threadsPerRank() const;
 

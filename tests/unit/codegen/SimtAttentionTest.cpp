@@ -12,6 +12,7 @@
 // and a workspace full of garbage.
 //
 //===----------------------------------------------------------------------===//
+#include "tests/unit/codegen/AttentionSteps.h"
 #include "tests/unit/codegen/simt/SimtHarness.h"
 
 #include "runtime/cpu/Ops.h"
@@ -89,6 +90,10 @@ namespace {
 using codegen::OpInfo;
 using codegen::ProgramInfo;
 using codegen::Variant;
+using codegen::testing::attentionOp;
+using codegen::testing::attentionProgram;
+using codegen::testing::layoutPagedStep;
+using codegen::testing::PagedStep;
 
 using AttentionEntry = void (*)(const u16 *, u16 *, u16 *, const int *, const int *, const int *,
                                 const int *, u16 *, float *, int, int);
@@ -106,15 +111,9 @@ struct Instance {
 
 const Instance kWhole{attention::attention_entry, 6, 2, 64, 16, 4, 0, nullptr, 0};
 const Instance kWholeSmall{attention_small::attention_small_entry, 4, 2, 16, 16, 4, 0, nullptr, 0};
-const Instance kSplit{attention_split::attention_split_entry,
-                      8,
-                      2,
-                      64,
-                      16,
-                      32,
-                      32,
-                      attention_split::arrivals,
-                      std::size(attention_split::arrivals)};
+const Instance kSplit{
+    attention_split::attention_split_entry, 8, 2, 64, 16, 32, 32, attention_split::arrivals,
+    std::size(attention_split::arrivals)};
 const Instance kSplitOdd{attention_split_odd::attention_split_odd_entry,
                          6,
                          3,
@@ -146,62 +145,27 @@ PlannedLaunch checkStep(const Instance &inst, const Step &step) {
   const int64_t heads = inst.heads, kvHeads = inst.kvHeads, dim = inst.dim;
   const int64_t blockSize = inst.blockSize, maxBlocks = inst.maxBlocks;
   const int seqs = static_cast<int>(step.contexts.size());
-  std::vector<int32_t> seqStarts = {0};
-  for (int32_t n : step.newTokens)
-    seqStarts.push_back(seqStarts.back() + n);
-  const int tokens = seqStarts.back();
   // Every sequence gets its blocks from a shuffled pool, so tables are
   // scattered over the cache.
-  const int64_t numBlocks = seqs * maxBlocks + 3;
-  std::vector<int32_t> free(static_cast<size_t>(numBlocks));
-  std::iota(free.begin(), free.end(), 0);
-  std::shuffle(free.begin(), free.end(), rng);
-  std::vector<int32_t> blockTables(static_cast<size_t>(seqs * maxBlocks), 0);
-  std::vector<int32_t> slotMapping(static_cast<size_t>(tokens));
-  size_t next = 0;
-  for (int s = 0; s < seqs; ++s) {
-    const int32_t context = step.contexts[static_cast<size_t>(s)];
-    EXPECT_LE(context, blockSize * maxBlocks);
-    for (int64_t b = 0; b < (context + blockSize - 1) / blockSize; ++b)
-      blockTables[static_cast<size_t>(s * maxBlocks + b)] = free[next++];
-    for (int t = seqStarts[static_cast<size_t>(s)]; t < seqStarts[static_cast<size_t>(s) + 1];
-         ++t) {
-      const int position = context - step.newTokens[static_cast<size_t>(s)] +
-                           (t - seqStarts[static_cast<size_t>(s)]);
-      slotMapping[static_cast<size_t>(t)] = static_cast<int32_t>(
-          blockTables[static_cast<size_t>(s * maxBlocks + position / blockSize)] * blockSize +
-          position % blockSize);
-    }
-  }
-  for (int32_t t : step.padding)
-    slotMapping[static_cast<size_t>(t)] = -1;
+  const PagedStep layout =
+      layoutPagedStep(step.newTokens, step.contexts, step.padding, blockSize, maxBlocks, 3, rng);
+  const std::vector<int32_t> &seqStarts = layout.seqStarts, &blockTables = layout.blockTables,
+                             &slotMapping = layout.slotMapping;
+  const int tokens = layout.tokens;
+  const int64_t numBlocks = layout.numBlocks;
   const int64_t row = (heads + 2 * kvHeads) * dim, slot = kvHeads * dim;
   std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * row));
-  ProgramInfo program;
-  program.kvBlocks = static_cast<uint32_t>(numBlocks);
-  program.kvBlockSize = static_cast<uint32_t>(blockSize);
-  program.kvHeads = static_cast<uint32_t>(kvHeads);
-  program.headDim = static_cast<uint32_t>(dim);
-  program.maxBlocksPerSeq = static_cast<uint32_t>(maxBlocks);
+  const ProgramInfo program =
+      attentionProgram(layout, blockSize, maxBlocks, heads, kvHeads, dim, inst.splitTokens);
   const codegen::AttentionSplit split =
       codegen::attentionSplit(inst.splitTokens, maxBlocks * blockSize, heads, dim);
-  program.workspaceBytes = split.workspaceBytes;
   // One layer's cache: K blocks, then V blocks.
   std::vector<uint16_t> cache =
       randomHalves(rng, static_cast<size_t>(2 * numBlocks * blockSize * slot));
   std::vector<uint16_t> cpuCache = cache;
   const size_t half = cache.size() / 2;
 
-  OpInfo op;
-  op.kind = "Attention";
-  op.name = "attention";
-  op.operands = {operand(OperandKind::Arena, 0), operand(OperandKind::KvCache, 0),
-                 operand(OperandKind::Input, 2), operand(OperandKind::Input, 3),
-                 operand(OperandKind::Input, 4), operand(OperandKind::Input, 5),
-                 operand(OperandKind::Arena, 1)};
-  op.params.numHeads = heads;
-  op.params.numKvHeads = kvHeads;
-  op.params.headDim = dim;
+  const OpInfo op = attentionOp(heads, kvHeads, dim);
   Variant variant{int64_t{1} << 30, "paged_attention", {{"head_dim", dim}}};
   if (inst.splitTokens)
     variant.config["split_k_tokens"] = inst.splitTokens;
@@ -235,17 +199,17 @@ PlannedLaunch checkStep(const Instance &inst, const Step &step) {
   m.tokens = tokens;
   m.seqs = seqs;
   for (size_t i = 0; i < op.operands.size(); ++i) {
-    const void *p[] = {qkv.data(),          cache.data(),       slotMapping.data(), seqStarts.data(),
-                       step.contexts.data(), blockTables.data(), gpu.data()};
+    const void *p[] = {qkv.data(),       cache.data(),         slotMapping.data(),
+                       seqStarts.data(), step.contexts.data(), blockTables.data(),
+                       gpu.data()};
     m.bind(op.operands[i], p[i]);
   }
   m.bind(operand(OperandKind::Workspace, 0), workspace.data());
   run(l, m, [&](Args &a) {
-    std::apply(inst.entry,
-               std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
-                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
-                          a.pointer<const int>(), a.pointer<u16>(), a.pointer<float>(), a.i32(),
-                          a.i32()});
+    std::apply(inst.entry, std::tuple{a.pointer<const u16>(), a.pointer<u16>(), a.pointer<u16>(),
+                                      a.pointer<const int>(), a.pointer<const int>(),
+                                      a.pointer<const int>(), a.pointer<const int>(),
+                                      a.pointer<u16>(), a.pointer<float>(), a.i32(), a.i32()});
   });
   EXPECT_EQ(cache, cpuCache) << "k and v land in the same slots, bit for bit";
   for (size_t i = 0; i < inst.arrivalCount; ++i)

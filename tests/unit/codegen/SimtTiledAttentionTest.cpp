@@ -12,6 +12,7 @@
 // the tiled kernel above.
 //
 //===----------------------------------------------------------------------===//
+#include "tests/unit/codegen/AttentionSteps.h"
 #include "tests/unit/codegen/simt/SimtHarness.h"
 
 #include "tests/unit/codegen/AttentionBounds.h"
@@ -164,6 +165,10 @@ namespace {
 using codegen::OpInfo;
 using codegen::ProgramInfo;
 using codegen::Variant;
+using codegen::testing::attentionOp;
+using codegen::testing::attentionProgram;
+using codegen::testing::layoutPagedStep;
+using codegen::testing::PagedStep;
 
 /// Both templates' entry points (qkv, K, V, slots, starts, contexts,
 /// tables, out, workspace, T, S).
@@ -250,59 +255,24 @@ std::string checkStep(const Instance &inst, const Step &step, std::vector<Varian
                   {"key_tile", inst.keyTile},
                   {"split_k_tokens", inst.splitTokens}}}};
   const int seqs = static_cast<int>(step.contexts.size());
-  std::vector<int32_t> seqStarts = {0};
-  for (int32_t n : step.newTokens)
-    seqStarts.push_back(seqStarts.back() + n);
-  const int tokens = seqStarts.back();
-  const int64_t numBlocks = seqs * maxBlocks + 5;
-  std::vector<int32_t> free(static_cast<size_t>(numBlocks));
-  std::iota(free.begin(), free.end(), 0);
-  std::shuffle(free.begin(), free.end(), rng);
-  std::vector<int32_t> blockTables(static_cast<size_t>(seqs * maxBlocks), 0);
-  std::vector<int32_t> slotMapping(static_cast<size_t>(tokens)), positions(slotMapping.size());
-  size_t next = 0;
-  for (int s = 0; s < seqs; ++s) {
-    const size_t su = static_cast<size_t>(s);
-    const int32_t context = step.contexts[su];
-    EXPECT_LE(context, kBlockSize * maxBlocks);
-    for (int64_t b = 0; b < (context + kBlockSize - 1) / kBlockSize; ++b)
-      blockTables[static_cast<size_t>(s * maxBlocks + b)] = free[next++];
-    for (int t = seqStarts[su]; t < seqStarts[su + 1]; ++t) {
-      const int position = context - step.newTokens[su] + (t - seqStarts[su]);
-      positions[static_cast<size_t>(t)] = position;
-      slotMapping[static_cast<size_t>(t)] = static_cast<int32_t>(
-          blockTables[static_cast<size_t>(s * maxBlocks + position / kBlockSize)] * kBlockSize +
-          position % kBlockSize);
-    }
-  }
-  for (int32_t t : step.padding)
-    slotMapping[static_cast<size_t>(t)] = -1;
+  const PagedStep layout =
+      layoutPagedStep(step.newTokens, step.contexts, step.padding, kBlockSize, maxBlocks, 5, rng);
+  const std::vector<int32_t> &seqStarts = layout.seqStarts, &blockTables = layout.blockTables,
+                             &slotMapping = layout.slotMapping, &positions = layout.positions;
+  const int tokens = layout.tokens;
+  const int64_t numBlocks = layout.numBlocks;
   const int64_t row = (heads + 2 * kvHeads) * dim, slot = kvHeads * dim;
   std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * row));
-  ProgramInfo program;
-  program.kvBlocks = static_cast<uint32_t>(numBlocks);
-  program.kvBlockSize = static_cast<uint32_t>(kBlockSize);
-  program.kvHeads = static_cast<uint32_t>(kvHeads);
-  program.headDim = static_cast<uint32_t>(dim);
-  program.maxBlocksPerSeq = static_cast<uint32_t>(maxBlocks);
+  const ProgramInfo program =
+      attentionProgram(layout, kBlockSize, maxBlocks, heads, kvHeads, dim, inst.splitTokens);
   const codegen::AttentionSplit split =
       codegen::attentionSplit(inst.splitTokens, maxBlocks * kBlockSize, heads, dim);
-  program.workspaceBytes = split.workspaceBytes;
   std::vector<uint16_t> cache =
       randomHalves(rng, static_cast<size_t>(2 * numBlocks * kBlockSize * slot));
   std::vector<uint16_t> cpuCache = cache;
   const size_t half = cache.size() / 2;
 
-  OpInfo op;
-  op.kind = "Attention";
-  op.name = "attention";
-  op.operands = {operand(OperandKind::Arena, 0), operand(OperandKind::KvCache, 0),
-                 operand(OperandKind::Input, 2), operand(OperandKind::Input, 3),
-                 operand(OperandKind::Input, 4), operand(OperandKind::Input, 5),
-                 operand(OperandKind::Arena, 1)};
-  op.params.numHeads = heads;
-  op.params.numKvHeads = kvHeads;
-  op.params.headDim = dim;
+  const OpInfo op = attentionOp(heads, kvHeads, dim);
   KernelRegistry registry;
   codegen::TargetInfo target;
   auto planned = codegen::planLaunches(op, variants, program, target, registry);
@@ -484,16 +454,7 @@ TEST(SimtTiledAttention, EachStepRunsTheVariantItsTokenCountSelects) {
 }
 
 TEST(SimtTiledAttention, PlanningRejectsWhatTheTemplateCannotServe) {
-  OpInfo op;
-  op.kind = "Attention";
-  op.name = "attention";
-  op.operands = {operand(OperandKind::Arena, 0), operand(OperandKind::KvCache, 0),
-                 operand(OperandKind::Input, 2), operand(OperandKind::Input, 3),
-                 operand(OperandKind::Input, 4), operand(OperandKind::Input, 5),
-                 operand(OperandKind::Arena, 1)};
-  op.params.numHeads = 8;
-  op.params.numKvHeads = 2;
-  op.params.headDim = 40;
+  OpInfo op = attentionOp(8, 2, 40);
   ProgramInfo program;
   program.kvBlocks = 8;
   program.kvBlockSize = 16;

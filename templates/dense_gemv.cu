@@ -25,7 +25,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   gemv::TileIo io;
   io.weights = reinterpret_cast<const u8 *>(weight);
   io.blockScales = nullptr;
-  io.x = column < tokens ? x + static_cast<i64>(column) * Config::K : nullptr;
+  io.x = x + static_cast<i64>(column < tokens ? column : 0) * Config::K;
   io.outRow = column < tokens ? column : -1;
   io.expert = 0;
   gemv::runTile<Config>(blockIdx.x, io, gemv::NoScales(), bias, out, partial);

@@ -33,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   gemv::TileIo io;
   io.weights = packed;
   io.blockScales = blockScales;
-  io.x = column < tokens ? x + static_cast<i64>(column) * Config::K : nullptr;
+  io.x = x + static_cast<i64>(column < tokens ? column : 0) * Config::K;
   io.outRow = column < tokens ? column : -1;
   io.expert = 0;
   // Parts are few: the scales go to registers and are selected, which keeps

@@ -38,14 +38,11 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   gemv::TileIo io;
   io.weights = packed;
   io.blockScales = blockScales;
-  io.x = nullptr;
-  io.outRow = -1;
-  if (column < rows) {
-    const int j = first + column;
-    const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;
-    io.x = in + static_cast<i64>(source) * Config::K;
-    io.outRow = j;
-  }
+  // A column past the group's pairs reads the group's first pair (rows >= 1).
+  const int j = first + (column < rows ? column : 0);
+  const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;
+  io.x = in + static_cast<i64>(source) * Config::K;
+  io.outRow = column < rows ? j : -1;
   io.expert = expert;
   auto scaleOf = [&](int e, int part) { return scales.v[e * VOLT_PARTS + part]; };
   gemv::runTile<Config>(blockIdx.x, io, scaleOf, nullptr, out, partial);

@@ -46,6 +46,9 @@ struct Config {
   static constexpr int Chunks = (K + WarpChunk - 1) / WarpChunk;
   /// Chunks whose loads are issued before any is consumed.
   static constexpr int Unroll = Nvfp4 ? 2 : 4;
+  /// Whether every chunk the loop visits lies wholly inside K (the common
+  /// shapes): then no lane needs the zeros past K, decided at compile time.
+  static constexpr bool EveryChunkFull = K % WarpChunk == 0 && Chunks % (Warps * Unroll) == 0;
   /// Output columns (N, or N / 2 with SiluMul) and rows per block tile.
   static constexpr int OutColumns = Silu ? N / 2 : N;
   static constexpr int TileColumns = Silu ? 4 : 8;
@@ -88,21 +91,25 @@ struct Chunk {
 };
 
 /// Loads the weights of `row` and the activations of one token for the
-/// lane's slice [k0, k0 + LaneChunk) of K (zeros past K or when absent).
+/// lane's slice [k0, k0 + LaneChunk) of K (zeros past K). Registers are
+/// zeroed only on the paths that need it: a zeroing per chunk costs the
+/// stream instructions it cannot spare.
 template <typename C>
 VOLT_DEVICE void loadChunk(Chunk &c, const u8 *weights, const u8 *blockScales, int row,
                            const u16 *x, int k0) {
-  for (int i = 0; i < 4; ++i)
-    c.w[i] = 0;
-  c.scales = 0;
-  for (int i = 0; i < 16; ++i)
-    c.x[i] = 0;
-  if (k0 >= C::K)
+  if (!C::EveryChunkFull && k0 >= C::K) {
+    for (int i = 0; i < 4; ++i)
+      c.w[i] = 0;
+    c.scales = 0;
+    for (int i = 0; i < 16; ++i)
+      c.x[i] = 0;
     return;
+  }
   if (C::Nvfp4) {
     const u8 *w = weights + static_cast<i64>(row) * (C::K / 2) + k0 / 2;
     const u8 *s = blockScales + static_cast<i64>(row) * (C::K / 16) + k0 / 16;
-    const bool full = k0 + 32 <= C::K;
+    // k0 is a multiple of 32, so with K one too a chunk inside K is whole.
+    const bool full = C::K % 32 == 0 || k0 + 32 <= C::K;
     if (C::K % 32 == 0) {
       u32x4 v = loadReadOnly16(w);
       c.w[0] = v.x, c.w[1] = v.y, c.w[2] = v.z, c.w[3] = v.w;
@@ -111,24 +118,25 @@ VOLT_DEVICE void loadChunk(Chunk &c, const u8 *weights, const u8 *blockScales, i
       // Rows are only 8-byte aligned, their scale rows 1-byte aligned.
       loadReadOnly8(w, c.w[0], c.w[1]);
       c.scales = s[0] | (full ? static_cast<u32>(s[1]) << 8 : 0u);
+      c.w[2] = c.w[3] = 0;
       if (full)
         loadReadOnly8(w + 8, c.w[2], c.w[3]);
     }
-    if (x) {
-      const u16 *xs = x + k0;
-      for (int q = 0; q < (full ? 4 : 2); ++q) {
+    const u16 *xs = x + k0;
+    for (int q = 0; q < 4; ++q) {
+      if (q < 2 || full) {
         u32x4 v = loadReadOnly16(xs + 8 * q);
         c.x[4 * q] = v.x, c.x[4 * q + 1] = v.y, c.x[4 * q + 2] = v.z, c.x[4 * q + 3] = v.w;
+      } else {
+        c.x[4 * q] = c.x[4 * q + 1] = c.x[4 * q + 2] = c.x[4 * q + 3] = 0;
       }
     }
   } else {
     u32x4 v =
         loadReadOnly16(reinterpret_cast<const u16 *>(weights) + static_cast<i64>(row) * C::K + k0);
     c.w[0] = v.x, c.w[1] = v.y, c.w[2] = v.z, c.w[3] = v.w;
-    if (x) {
-      u32x4 xv = loadReadOnly16(x + k0);
-      c.x[0] = xv.x, c.x[1] = xv.y, c.x[2] = xv.z, c.x[3] = xv.w;
-    }
+    u32x4 xv = loadReadOnly16(x + k0);
+    c.x[0] = xv.x, c.x[1] = xv.y, c.x[2] = xv.z, c.x[3] = xv.w;
   }
 }
 
@@ -160,7 +168,10 @@ struct TileIo {
   /// Rows of the weight entry (an expert's rows start at expert * N).
   const u8 *weights;
   const u8 *blockScales;
-  /// Activation row of each token column, null where the column is unused.
+  /// Activation row of this lane's token column. Never null: a lane whose
+  /// column is unused reads a used column's row (the same addresses as its
+  /// owner, so no extra bytes move) and its outputs are dropped, which
+  /// spares the stream a branch and a zeroing per chunk.
   const u16 *x;
   /// Output row index of this lane's token column (-1: none).
   int outRow;

@@ -15,8 +15,9 @@
 // accumulation (exact products), and apply 2^14 x the part's global scale to
 // the FP32 sum: the cpu backend's values, up to summation order.
 //
-// This header is plain C++ apart from mulHalf2, so the host tests compile
-// it and check the decoders bit for bit against runtime/numerics/Nvfp4.h.
+// This header is plain C++ apart from mulHalf2 and the byte-permute forms
+// of the half regroupers, so the host tests compile it and check the
+// decoders bit for bit against runtime/numerics/Nvfp4.h.
 #pragma once
 
 #include "common/volt.cuh"
@@ -46,9 +47,17 @@ VOLT_HD u32 decodeE4M3Pair(u32 scaleByte) {
 }
 
 /// (low half of a, low half of b) and (high half of a, high half of b):
-/// how activation pairs are regrouped to match decodeE2M1x8's pairs.
-VOLT_HD u32 lowHalves(u32 a, u32 b) { return (a & 0xFFFFu) | (b << 16); }
-VOLT_HD u32 highHalves(u32 a, u32 b) { return (a >> 16) | (b & 0xFFFF0000u); }
+/// how activation pairs are regrouped to match decodeE2M1x8's pairs. On the
+/// device (and in the SIMT emulation) one byte permute each: NVVM turns the
+/// shift-and-mask form into two instructions (a mask, then PRMT or
+/// LEA.HI), which the decode GEMV would pay 16 times per chunk.
+#if defined(__CUDACC__) || defined(VOLT_SIMT)
+VOLT_DEVICE u32 lowHalves(u32 a, u32 b) { return bytePermute<0x5410>(a, b); }
+VOLT_DEVICE u32 highHalves(u32 a, u32 b) { return bytePermute<0x7632>(a, b); }
+#else
+inline u32 lowHalves(u32 a, u32 b) { return (a & 0xFFFFu) | (b << 16); }
+inline u32 highHalves(u32 a, u32 b) { return (a >> 16) | (b & 0xFFFF0000u); }
+#endif
 
 #if defined(__CUDACC__) || defined(VOLT_SIMT)
 /// The block scale of one byte as an exact FP16 pair.

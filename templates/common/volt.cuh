@@ -65,6 +65,15 @@ VOLT_DEVICE u32 mulHalf2(u32 a, u32 b) {
   return d;
 }
 
+/// PTX prmt in its default mode: byte i of the result is byte
+/// (Selector >> 4i) & 7 of the pair {b, a} (a holds bytes 0-3), or that
+/// byte's sign bit replicated when bit 3 of the selector's nibble is set.
+template <u32 Selector> VOLT_DEVICE u32 bytePermute(u32 a, u32 b) {
+  u32 d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "n"(Selector));
+  return d;
+}
+
 // ---- Loads and stores ----------------------------------------------------
 
 /// 16 bytes through the read-only (non-coherent) path: for data no kernel

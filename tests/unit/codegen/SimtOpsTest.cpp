@@ -186,6 +186,25 @@ OpInfo makeOp(const std::string &kind, std::vector<OperandInfo> operands) {
 
 std::mt19937 rng(2024);
 
+// The byte permute the GEMV and GEMM regroup activations with: the
+// emulation follows the PTX ISA's prmt (default mode), and the regroupers'
+// selectors give the shift-and-mask forms they replace.
+TEST(SimtOps, BytePermuteRegroupsHalves) {
+  const u32 a = 0x8A7B6C5Du, b = 0x11F22384u;
+  EXPECT_EQ(bytePermute<0x3210>(a, b), a);
+  EXPECT_EQ(bytePermute<0x7654>(a, b), b);
+  EXPECT_EQ(bytePermute<0x0123>(a, b), 0x5D6C7B8Au);
+  EXPECT_EQ(bytePermute<0x4567>(a, b), 0x8423F211u);
+  // Bit 3 of a selector nibble replicates the chosen byte's sign bit.
+  EXPECT_EQ(bytePermute<0x8B8B>(a, b), 0x00FF00FFu);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    const u32 x = static_cast<u32>(rng()), y = static_cast<u32>(rng());
+    EXPECT_EQ(lowHalves(x, y), (x & 0xFFFFu) | (y << 16));
+    EXPECT_EQ(highHalves(x, y), (x >> 16) | (y & 0xFFFF0000u));
+  }
+}
+
 TEST(SimtOps, EmbeddingCopiesThisRanksRowsAndZeroesTheRest) {
   OpInfo op = makeOp("Embedding", {operand(OperandKind::Input, 0), operand(OperandKind::Weight, 0),
                                    operand(OperandKind::Arena, 0)});

@@ -100,6 +100,20 @@ inline unsigned mulHalf2(unsigned a, unsigned b) {
          one(static_cast<uint16_t>(a >> 16), static_cast<uint16_t>(b >> 16)) << 16;
 }
 
+/// prmt.b32 in its default mode, as the PTX ISA defines it.
+template <unsigned Selector> inline unsigned bytePermute(unsigned a, unsigned b) {
+  const uint64_t bytes = static_cast<uint64_t>(b) << 32 | a;
+  unsigned d = 0;
+  for (unsigned i = 0; i < 4; ++i) {
+    const unsigned select = (Selector >> (4 * i)) & 0xFu;
+    unsigned byte = static_cast<unsigned>(bytes >> (8 * (select & 7u))) & 0xFFu;
+    if (select & 8u)
+      byte = byte & 0x80u ? 0xFFu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+}
+
 namespace sim {
 /// Aborts, like the GPU's misaligned-address fault, unless p is aligned.
 void checkAligned(const void *p, size_t alignment, const char *what);

@@ -72,6 +72,8 @@ struct FakeLaunch {
   std::string kernel;
   int module = -1;
   std::array<unsigned, 3> grid{}, block{};
+  /// Dynamic shared memory per block, in bytes.
+  unsigned sharedBytes = 0;
   std::vector<uint8_t> params;
   bool fromGraph = false;
 };

@@ -469,6 +469,7 @@ CUresult fakeLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigne
   op.launch.module = f->module->ordinal;
   op.launch.grid = {gx, gy, gz};
   op.launch.block = {bx, by, bz};
+  op.launch.sharedBytes = shared;
   op.launch.params.assign(buffer, buffer + size);
   FakeCall call = callNamed("cuLaunchKernel");
   call.kernel = f->name;

@@ -1,6 +1,20 @@
 //===- Simt.cpp - the fiber scheduler behind Simt.h -----------------------===//
+//
+// Fibers start with makecontext and, outside sanitizer builds, switch with
+// _setjmp/_longjmp: swapcontext saves and restores the signal mask, a
+// system call per switch, and a kernel's barriers and warp collectives
+// switch fibers millions of times per launch. A fiber starts once per
+// launch and runs the kernel for each block in turn (between blocks it
+// waits, suspended, for the scheduler to set the next block up).
+// AddressSanitizer follows swapcontext's stack switches, not longjmp's: it
+// keeps swapcontext everywhere.
+//
+//===----------------------------------------------------------------------===//
+// _FORTIFY_SOURCE's longjmp refuses jumps to another stack.
+#undef _FORTIFY_SOURCE
 #include "tests/unit/codegen/simt/Simt.h"
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <array>
@@ -16,6 +30,18 @@ namespace {
 
 constexpr size_t kStackBytes = 64 << 10;
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kJumpSwitch = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kJumpSwitch = false;
+#else
+constexpr bool kJumpSwitch = true;
+#endif
+#else
+constexpr bool kJumpSwitch = true;
+#endif
+
 struct Barrier {
   int expected = 0;
   int arrived = 0;
@@ -24,6 +50,9 @@ struct Barrier {
 
 struct Fiber {
   ucontext_t context;
+  /// Where the fiber resumes (kJumpSwitch), once started.
+  jmp_buf jump;
+  bool started = false;
   std::unique_ptr<char[]> stack;
   bool done = false;
   Barrier *waiting = nullptr;
@@ -45,6 +74,7 @@ struct MmaOperands {
 struct Block {
   std::vector<Fiber> fibers;
   ucontext_t scheduler;
+  jmp_buf schedulerJump;
   Barrier block;
   std::vector<Barrier> warps;
   std::vector<std::array<uint64_t, 32>> exchange[2];
@@ -65,6 +95,29 @@ void release(Barrier &b) {
   ++b.generation;
 }
 
+/// Switches from fiber `f` to the scheduler, until it resumes `f`.
+[[gnu::noinline]] void suspend(Fiber &f) {
+  if (!kJumpSwitch)
+    swapcontext(&f.context, &g->scheduler);
+  else if (_setjmp(f.jump) == 0)
+    _longjmp(g->schedulerJump, 1);
+}
+
+/// Switches from the scheduler to fiber `f`, until it suspends or ends.
+[[gnu::noinline]] void resume(Block &state, Fiber &f) {
+  if (!kJumpSwitch) {
+    swapcontext(&state.scheduler, &f.context);
+    return;
+  }
+  if (_setjmp(state.schedulerJump) == 0) {
+    if (!f.started) {
+      f.started = true;
+      setcontext(&f.context);
+    }
+    _longjmp(f.jump, 1);
+  }
+}
+
 void arrive(Barrier &b) {
   if (++b.arrived >= b.expected) {
     release(b);
@@ -73,12 +126,10 @@ void arrive(Barrier &b) {
   Fiber &f = self();
   f.waiting = &b;
   f.waitGeneration = b.generation;
-  swapcontext(&f.context, &g->scheduler);
+  suspend(f);
 }
 
-void fiberMain(int index) {
-  (*g->kernel)();
-  Fiber &f = g->fibers[static_cast<size_t>(index)];
+void finish(Fiber &f) {
   f.done = true;
   // An exited thread no longer takes part in any barrier.
   for (Barrier *b : {&g->block, &g->warps[warpOf(f)]}) {
@@ -87,6 +138,21 @@ void fiberMain(int index) {
       release(*b);
   }
   g->alive[warpOf(f)][f.linear % 32] = false;
+}
+
+void fiberMain(int index) {
+  if (!kJumpSwitch) {
+    (*g->kernel)();
+    finish(g->fibers[static_cast<size_t>(index)]);
+    return; // to uc_link, the scheduler
+  }
+  // Started once per launch: one block after another.
+  for (;;) {
+    (*g->kernel)();
+    Fiber &f = g->fibers[static_cast<size_t>(index)];
+    finish(f);
+    suspend(f);
+  }
 }
 
 /// Runs every thread of one block to completion (a function of its own, so
@@ -111,6 +177,8 @@ void runBlock(Block &state, dim3 index, dim3 block) {
     f.index = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
     state.warps[i / 32].expected++;
     state.alive[i / 32][i % 32] = true;
+    if (kJumpSwitch && f.started)
+      continue;
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = f.stack.get();
     f.context.uc_stack.ss_size = kStackBytes;
@@ -129,7 +197,7 @@ void runBlock(Block &state, dim3 index, dim3 block) {
       f.waiting = nullptr;
       state.current = i;
       threadIdx = f.index;
-      swapcontext(&state.scheduler, &f.context);
+      resume(state, f);
       progressed = true;
     }
     if (allDone)

@@ -1,0 +1,289 @@
+//===- CudaSimtEndToEndTest.cpp - GPU plans run on the host, against the cpu backend -===//
+//
+// What tests/gpu/EndToEndTest.cpp checks on a GPU, without one: a GPU plan
+// of a small model (SimModels.h) runs through the cuda backend on the fake
+// driver and NCCL (tests/unit/cuda/FakeCuda.h), every launch executed by
+// the SIMT emulator running the kernel instance the plan names
+// (SimDevice.h), after PlanEmulator's pointer checks; the same plan runs
+// on the cpu backend, and the logits agree within EndToEndTest's bound
+// (2 % of the row's largest logit), the greedy tokens wherever the top two
+// logits are further apart than twice that, and the sampler's candidates
+// are exactly cpu::topCandidates of the rows the GPU returned.
+//
+// The steps are an engine's: a batched prefill of three prompts of
+// different lengths (a step above max_num_seqs tokens: tiled attention and
+// GEMMs), a long prompt prefilled in chunks alongside the others' decode
+// tokens (mixed steps at the batched-token limit: the widest GEMM tiles,
+// attention over earlier chunks), then greedy decoding through CUDA graphs
+// — four sequences, then three (padded to the bucket of four), then the
+// long one alone — whose long context (> split_k_tokens) splits decode
+// attention across blocks into the kernel workspace. Decode steps
+// alternate between runStep and the candidate path (runStepCandidates,
+// then fetchRows), so both graph sets are captured and replayed.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/TopCandidates.h"
+#include "runtime/cuda/CudaBackend.h"
+#include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/PlanFile.h"
+#include "tests/unit/codegen/NvrtcAvailable.h"
+#include "tests/unit/cuda/FakeCuda.h"
+#include "tests/unit/cuda/PlanEmulator.h"
+#include "tests/unit/cudasim/HostKernels.h"
+#include "tests/unit/cudasim/SimDevice.h"
+#include "tests/unit/cudasim/SimModels.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace volt::cudasim {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The plans of this process, compiled once, removed when it exits.
+Result<fs::path> planFor(const SimModel &m) {
+  static struct Root {
+    fs::path path = fs::temp_directory_path() / ("volt-cudasim-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } root;
+  return compileSimPlan(m, root.path);
+}
+
+/// Sequences with their own KV blocks; each step takes, per sequence
+/// listed, its next `count` tokens not yet in the cache.
+struct Sequences {
+  int32_t blockSize = 16, maxBlocks = 0;
+  std::vector<std::vector<int32_t>> tokens; // per sequence, all so far
+  std::vector<int32_t> cached;
+
+  struct Batch {
+    std::vector<int32_t> ids, positions, slots, starts{0}, context, tables, rows, seqs;
+    engine::StepBatch view() const {
+      engine::StepBatch b;
+      b.numTokens = static_cast<int32_t>(ids.size());
+      b.numSeqs = static_cast<int32_t>(context.size());
+      b.maxBlocksPerSeq = static_cast<int32_t>(tables.size() / context.size());
+      b.tokens = ids;
+      b.positions = positions;
+      b.slotMapping = slots;
+      b.seqStarts = starts;
+      b.contextLens = context;
+      b.blockTables = tables;
+      b.logitsRows = rows;
+      return b;
+    }
+  };
+
+  /// A step of (sequence, tokens) parts.
+  Batch step(const std::vector<std::pair<int32_t, int32_t>> &parts) {
+    Batch b;
+    for (auto [s, count] : parts) {
+      const size_t si = static_cast<size_t>(s);
+      const int32_t first = cached[si];
+      for (int32_t p = first; p < first + count; ++p) {
+        b.ids.push_back(tokens[si].at(static_cast<size_t>(p)));
+        b.positions.push_back(p);
+        const int32_t block = s * maxBlocks + p / blockSize;
+        b.slots.push_back(block * blockSize + p % blockSize);
+      }
+      cached[si] = first + count;
+      b.starts.push_back(static_cast<int32_t>(b.ids.size()));
+      b.context.push_back(cached[si]);
+      b.rows.push_back(static_cast<int32_t>(b.ids.size()) - 1);
+      for (int32_t k = 0; k < maxBlocks; ++k)
+        b.tables.push_back(s * maxBlocks + k);
+      b.seqs.push_back(s);
+    }
+    return b;
+  }
+};
+
+} // namespace
+
+/// Test names show the model's name, not its bytes.
+void PrintTo(const SimModel &m, std::ostream *os) { *os << m.name; }
+
+namespace {
+
+/// How the GPU side of a step runs.
+enum class Path { Logits, Candidates };
+
+class CudaSimtEndToEnd : public ::testing::TestWithParam<SimModel> {};
+
+TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  if (!hostKernelsUnavailable().empty())
+    GTEST_SKIP() << hostKernelsUnavailable();
+  const SimModel &m = GetParam();
+  auto path = planFor(m);
+  ASSERT_TRUE(path.ok()) << path.message();
+  auto loaded = plan::LoadedPlan::load(*path);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  const plan::LoadedPlan &planFile = **loaded;
+  const plan::Plan &p = planFile.plan();
+
+  cuda::testing::FakeCuda fake(m.tensorParallelSize);
+  cuda::testing::PlanEmulator checks(planFile, fake);
+  checks.install();
+  SimDevice device(planFile, fake);
+  Status ready = device.ready();
+  ASSERT_TRUE(ready.ok()) << ready.message();
+  device.install();
+
+  std::vector<std::string> log;
+  cuda::CudaBackendOptions options;
+  options.driver = fake.driver();
+  options.nccl = fake.nccl();
+  options.log = [&log](const std::string &line) { log.push_back(line); };
+  auto created = cuda::CudaBackend::create(planFile, options);
+  ASSERT_TRUE(created.ok()) << created.message();
+  cuda::CudaBackend &gpu = **created;
+  auto cpuCreated = executor::CpuBackend::create(planFile);
+  ASSERT_TRUE(cpuCreated.ok()) << cpuCreated.message();
+  executor::CpuBackend &cpu = **cpuCreated;
+
+  const int32_t vocab = static_cast<int32_t>(p.model()->vocab_size());
+  const int32_t k = gpu.candidatesPerSeq();
+  ASSERT_GT(k, 0) << "the plan has no sampler";
+  Sequences seqs;
+  seqs.blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
+  seqs.maxBlocks = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  ASSERT_GE(p.ranks()->Get(0)->kv_cache()->num_blocks(), static_cast<uint32_t>(4 * seqs.maxBlocks))
+      << "the KV cache holds fewer blocks than the test's sequences use";
+  // Three short prompts and one past split_k_tokens (512).
+  const std::vector<int32_t> lengths = {5, 11, 19, 540};
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    std::vector<int32_t> prompt;
+    for (int32_t i = 0; i < lengths[s]; ++i)
+      prompt.push_back((17 + 31 * i + 101 * static_cast<int32_t>(s)) % vocab);
+    seqs.tokens.push_back(prompt);
+    seqs.cached.push_back(0);
+  }
+
+  // The schedule: (sequence, tokens) parts per step, and the GPU path.
+  const int32_t chunk = kMaxNumBatchedTokens - 3;
+  std::vector<std::pair<std::vector<std::pair<int32_t, int32_t>>, Path>> schedule = {
+      {{{0, 5}, {1, 11}, {2, 19}}, Path::Logits},
+      {{{0, 1}, {1, 1}, {2, 1}, {3, chunk}}, Path::Candidates},
+      {{{0, 1}, {1, 1}, {2, 1}, {3, chunk}}, Path::Logits},
+      {{{0, 1}, {1, 1}, {2, 1}, {3, 540 - 2 * chunk}}, Path::Candidates},
+  };
+  for (int i = 0; i < 4; ++i)
+    schedule.push_back({{{0, 1}, {1, 1}, {2, 1}, {3, 1}}, i % 2 ? Path::Logits : Path::Candidates});
+  for (int i = 0; i < 3; ++i)
+    schedule.push_back({{{0, 1}, {2, 1}, {3, 1}}, i % 2 ? Path::Logits : Path::Candidates});
+  for (int i = 0; i < 2; ++i)
+    schedule.push_back({{{3, 1}}, i % 2 ? Path::Logits : Path::Candidates});
+
+  double worst = 0;
+  size_t compared = 0, greedyChecked = 0;
+  for (size_t step = 0; step < schedule.size(); ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const auto &[parts, path] = schedule[step];
+    Sequences::Batch batch = seqs.step(parts);
+    const engine::StepBatch view = batch.view();
+    const size_t S = batch.context.size();
+    std::vector<float> want(S * vocab), got(S * vocab);
+    Status ranCpu = cpu.runStep(view, want);
+    ASSERT_TRUE(ranCpu.ok()) << ranCpu.message();
+    if (path == Path::Logits) {
+      Status ran = gpu.runStep(view, got);
+      ASSERT_TRUE(ran.ok()) << ran.message();
+    } else {
+      std::vector<float> temperatures(S, 0.7f);
+      temperatures[0] = 0.0f;
+      std::vector<int32_t> ids(S * k), wantIds(ids.size());
+      std::vector<float> values(ids.size()), stats(S * 3), wantValues(ids.size()),
+          wantStats(stats.size());
+      engine::StepCandidates out{k, ids, values, stats};
+      Status ran = gpu.runStepCandidates(view, temperatures, out);
+      ASSERT_TRUE(ran.ok()) << ran.message();
+      std::vector<int32_t> all(S);
+      for (size_t s = 0; s < S; ++s)
+        all[s] = static_cast<int32_t>(s);
+      Status fetched = gpu.fetchRows(all, got);
+      ASSERT_TRUE(fetched.ok()) << fetched.message();
+      // The sampler kernel against the reference op, on the GPU's rows.
+      cpu::ThreadPool pool(1);
+      cpu::topCandidates({static_cast<int64_t>(S), vocab, k}, got.data(), temperatures.data(),
+                         wantIds.data(), wantValues.data(), wantStats.data(), pool);
+      EXPECT_EQ(ids, wantIds);
+      EXPECT_EQ(values, wantValues);
+      for (size_t i = 0; i < stats.size(); ++i)
+        EXPECT_NEAR(stats[i], wantStats[i], 1e-5 * std::fabs(wantStats[i]) + 1e-30) << "stat " << i;
+    }
+    for (size_t s = 0; s < S; ++s) {
+      const float *x = want.data() + s * vocab;
+      const float *y = got.data() + s * vocab;
+      double scale = 0, diff = 0;
+      int32_t worstAt = 0;
+      for (int32_t v = 0; v < vocab; ++v) {
+        scale = std::max(scale, std::fabs(static_cast<double>(x[v])));
+        const double d = std::fabs(static_cast<double>(x[v]) - y[v]);
+        if (d > diff) {
+          diff = d;
+          worstAt = v;
+        }
+      }
+      // EndToEndTest's bound: FP16 activations through every layer.
+      const double bound = 2e-2 * scale + 1e-3;
+      worst = std::max(worst, diff / std::max(scale, 1e-6));
+      ++compared;
+      EXPECT_LE(diff, bound) << "sequence " << batch.seqs[s] << ", logit " << worstAt << ": cpu "
+                             << x[worstAt] << ", gpu " << y[worstAt];
+      const int32_t best = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
+      const int32_t gpuBest = static_cast<int32_t>(std::max_element(y, y + vocab) - y);
+      std::vector<float> sorted(x, x + vocab);
+      std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<float>());
+      if (sorted[0] - sorted[1] > 2 * bound) {
+        ++greedyChecked;
+        EXPECT_EQ(best, gpuBest) << "sequence " << batch.seqs[s];
+      }
+      auto &all = seqs.tokens[static_cast<size_t>(batch.seqs[s])];
+      // A prefill chunk that does not end its prompt samples nothing.
+      if (seqs.cached[static_cast<size_t>(batch.seqs[s])] == static_cast<int32_t>(all.size()))
+        all.push_back(best);
+    }
+    if (HasFailure())
+      break;
+  }
+  std::printf("%s: %zu rows compared, %zu greedy tokens checked, largest logit difference %.2e "
+              "of the largest logit\n",
+              m.name.c_str(), compared, greedyChecked, worst);
+
+  // What ran: the steps reached the kernels they are there for.
+  EXPECT_EQ(device.skipped, 0u);
+  for (const char *kernel :
+       {"paged_attention", "paged_attention_tiled", "top_candidates", "embedding", "gather_rows"})
+    EXPECT_GT(device.launches[kernel], 0u) << kernel;
+  EXPECT_GT(device.graphLaunches, 0u);
+  const cuda::GraphStats graphs = gpu.graphStats();
+  EXPECT_GT(graphs.captures, 0u);
+  EXPECT_EQ(graphs.captureFailures, 0u);
+  EXPECT_GT(graphs.graphSteps, graphs.captures) << "no captured graph was replayed";
+  std::string kernels;
+  for (const auto &[name, n] : device.launches)
+    kernels += " " + name + "=" + std::to_string(n);
+  std::printf("%s: launches run:%s (%zu from graphs)\n", m.name.c_str(), kernels.c_str(),
+              device.graphLaunches);
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, CudaSimtEndToEnd, ::testing::ValuesIn(simModels()),
+                         [](const ::testing::TestParamInfo<SimModel> &info) {
+                           std::string name = info.param.name;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+} // namespace
+} // namespace volt::cudasim

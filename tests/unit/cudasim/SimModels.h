@@ -1,0 +1,99 @@
+//===- SimModels.h - the GPU plans the SIMT end-to-end test runs -*- C++ -*-===//
+//
+// One list of synthetic models and deployments, read by two programs that
+// must agree on it: the generator (GenerateInstances.cpp), which compiles
+// these plans at build time and writes a host instance of every kernel
+// they name, and the test (CudaSimtEndToEndTest.cpp), which compiles them
+// again and runs them. Same spec text, same compiler: same kernels.
+//
+// The deployments are small on purpose (the emulator runs every GPU
+// thread as a fiber): max_num_seqs 4, so that a batched prefill of a few
+// prompts is already a step above it (paged_attention_tiled, tiled GEMMs),
+// and max_model_len 1024 > the catalog's split_k_tokens (512), so that a
+// decode context past 512 positions splits across blocks.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "compiler/driver/Compile.h"
+#include "compiler/mkmodel/MkModel.h"
+#include "runtime/support/Status.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace volt::cudasim {
+
+/// A synthetic model and the GPU deployment compiled from it.
+struct SimModel {
+  /// "qwen3-moe-nvfp4-tp2": the test's name for it.
+  std::string name;
+  std::string family;
+  mkmodel::Format format = mkmodel::Format::ModelOpt;
+  int tensorParallelSize = 1;
+};
+
+/// The deployments' shared limits.
+inline constexpr int kMaxNumSeqs = 4;
+inline constexpr int kMaxNumBatchedTokens = 256;
+inline constexpr int kMaxModelLen = 1024;
+
+/// Every plan the test runs.
+inline const std::vector<SimModel> &simModels() {
+  static const std::vector<SimModel> models = {
+      {"qwen3-moe-nvfp4-tp1", "qwen3-moe", mkmodel::Format::ModelOpt, 1},
+      {"qwen3-moe-nvfp4-tp2", "qwen3-moe", mkmodel::Format::ModelOpt, 2},
+      {"qwen3-bf16-tp1", "qwen3", mkmodel::Format::BF16, 1},
+      {"qwen2-moe-nvfp4-tp2", "qwen2-moe", mkmodel::Format::CompressedTensors, 2},
+  };
+  return models;
+}
+
+/// The deployment spec of `m` over the checkpoint in `modelDir`.
+inline std::string simSpec(const SimModel &m, const std::filesystem::path &modelDir) {
+  return "model: " + modelDir.string() +
+         "\ntarget: v100-pcie-16gb"
+         "\ntensor_parallel_size: " +
+         std::to_string(m.tensorParallelSize) + "\nmax_model_len: " + std::to_string(kMaxModelLen) +
+         "\nmax_num_seqs: " + std::to_string(kMaxNumSeqs) +
+         "\nmax_num_batched_tokens: " + std::to_string(kMaxNumBatchedTokens) +
+         // The cpu backend allocates the whole KV cache: keep it small,
+         // above the CUDA context (and NCCL's buffers with two ranks).
+         "\ngpu_memory_utilization: " + (m.tensorParallelSize > 1 ? "0.055" : "0.04") + "\n";
+}
+
+/// Writes `m`'s checkpoint under root/models (once) and compiles its plan
+/// under root/plans; returns the plan's path.
+inline Result<std::filesystem::path> compileSimPlan(const SimModel &m,
+                                                    const std::filesystem::path &root) {
+  namespace fs = std::filesystem;
+  const fs::path modelDir = root / "models" / (m.family + "-" + mkmodel::formatName(m.format));
+  if (!fs::exists(modelDir / "config.json")) {
+    mkmodel::Options o;
+    o.family = m.family;
+    o.format = m.format;
+    o.outDir = modelDir;
+    VOLT_RETURN_IF_ERROR(mkmodel::writeModel(o));
+  }
+  const fs::path dir = root / "plans" / m.name;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return Error("cannot create " + dir.string() + ": " + ec.message());
+  {
+    std::ofstream spec(dir / "deploy.yaml");
+    spec << simSpec(m, modelDir);
+    if (!spec)
+      return Error("cannot write " + (dir / "deploy.yaml").string());
+  }
+  driver::CompileOptions options;
+  options.output = dir / "plan.vplan";
+  auto compiled = driver::compile(dir / "deploy.yaml", options);
+  if (!compiled)
+    return Error(m.name + ": " + compiled.message());
+  return options.output;
+}
+
+} // namespace volt::cudasim

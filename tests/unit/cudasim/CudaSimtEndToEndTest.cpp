@@ -115,6 +115,17 @@ void PrintTo(const SimModel &m, std::ostream *os) { *os << m.name; }
 
 namespace {
 
+/// The plan's decode attention's split_k_tokens (0: it does not split).
+int64_t splitKTokens(const plan::Plan &p) {
+  for (const plan::Kernel *k : *p.kernels()) {
+    const std::string source = k->source()->str();
+    const size_t at = source.find(" split_k_tokens=");
+    if (source.starts_with("paged_attention(") && at != std::string::npos)
+      return std::stoll(source.substr(at + 16));
+  }
+  return 0;
+}
+
 /// How the GPU side of a step runs.
 enum class Path { Logits, Candidates };
 
@@ -160,8 +171,15 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   seqs.maxBlocks = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   ASSERT_GE(p.ranks()->Get(0)->kv_cache()->num_blocks(), static_cast<uint32_t>(4 * seqs.maxBlocks))
       << "the KV cache holds fewer blocks than the test's sequences use";
-  // Three short prompts and one past split_k_tokens (512).
-  const std::vector<int32_t> lengths = {5, 11, 19, 540};
+  // Three short prompts and one past split_k_tokens, whose decode
+  // attention then splits (templates/common/split_attention.cuh).
+  const int32_t longPrompt = 540;
+  const int64_t splitTokens = splitKTokens(p);
+  EXPECT_GT(splitTokens, 0) << "the plan's decode attention does not split";
+  EXPECT_GT(longPrompt, splitTokens)
+      << "the long prompt no longer splits decode attention: lengthen it";
+  ASSERT_LT(longPrompt + 16, kMaxModelLen);
+  const std::vector<int32_t> lengths = {5, 11, 19, longPrompt};
   for (size_t s = 0; s < lengths.size(); ++s) {
     std::vector<int32_t> prompt;
     for (int32_t i = 0; i < lengths[s]; ++i)
@@ -176,7 +194,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       {{{0, 5}, {1, 11}, {2, 19}}, Path::Logits},
       {{{0, 1}, {1, 1}, {2, 1}, {3, chunk}}, Path::Candidates},
       {{{0, 1}, {1, 1}, {2, 1}, {3, chunk}}, Path::Logits},
-      {{{0, 1}, {1, 1}, {2, 1}, {3, 540 - 2 * chunk}}, Path::Candidates},
+      {{{0, 1}, {1, 1}, {2, 1}, {3, longPrompt - 2 * chunk}}, Path::Candidates},
   };
   for (int i = 0; i < 4; ++i)
     schedule.push_back({{{0, 1}, {1, 1}, {2, 1}, {3, 1}}, i % 2 ? Path::Logits : Path::Candidates});
@@ -194,6 +212,9 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     const engine::StepBatch view = batch.view();
     const size_t S = batch.context.size();
     std::vector<float> want(S * vocab), got(S * vocab);
+    // The candidate path's output, when it ran.
+    std::vector<int32_t> ids;
+    std::vector<float> values, stats;
     Status ranCpu = cpu.runStep(view, want);
     ASSERT_TRUE(ranCpu.ok()) << ranCpu.message();
     if (path == Path::Logits) {
@@ -202,9 +223,11 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     } else {
       std::vector<float> temperatures(S, 0.7f);
       temperatures[0] = 0.0f;
-      std::vector<int32_t> ids(S * k), wantIds(ids.size());
-      std::vector<float> values(ids.size()), stats(S * 3), wantValues(ids.size()),
-          wantStats(stats.size());
+      ids.resize(S * k);
+      values.resize(ids.size());
+      stats.resize(S * 3);
+      std::vector<int32_t> wantIds(ids.size());
+      std::vector<float> wantValues(ids.size()), wantStats(stats.size());
       engine::StepCandidates out{k, ids, values, stats};
       Status ran = gpu.runStepCandidates(view, temperatures, out);
       ASSERT_TRUE(ran.ok()) << ran.message();
@@ -248,6 +271,19 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       if (sorted[0] - sorted[1] > 2 * bound) {
         ++greedyChecked;
         EXPECT_EQ(best, gpuBest) << "sequence " << batch.seqs[s];
+        if (!ids.empty()) {
+          EXPECT_EQ(ids[s * k], best) << "sequence " << batch.seqs[s] << "'s first candidate";
+        }
+      }
+      // The candidates are the cpu row's logits at their ids.
+      for (size_t j = s * k; j < (s + 1) * k && !ids.empty(); ++j) {
+        ASSERT_GE(ids[j], 0);
+        ASSERT_LT(ids[j], vocab);
+        EXPECT_NEAR(values[j], x[ids[j]], bound)
+            << "sequence " << batch.seqs[s] << ", candidate " << j - s * k;
+      }
+      if (!stats.empty()) {
+        EXPECT_NEAR(stats[s * 3], sorted[0], bound) << "sequence " << batch.seqs[s] << "'s M";
       }
       auto &all = seqs.tokens[static_cast<size_t>(batch.seqs[s])];
       // A prefill chunk that does not end its prompt samples nothing.
@@ -261,6 +297,8 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
               "of the largest logit\n",
               m.name.c_str(), compared, greedyChecked, worst);
 
+  if (HasFailure())
+    return;
   // What ran: the steps reached the kernels they are there for.
   EXPECT_EQ(device.skipped, 0u);
   for (const char *kernel :

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <limits>
 
 namespace volt::cudasim {
 namespace {
@@ -34,6 +36,32 @@ SimDevice::SimDevice(const plan::LoadedPlan &plan, cuda::testing::FakeCuda &fake
     e.threads = keyValue(e.key, "threads");
     e.dynamicShared = keyValue(e.key, "dynamic_shared");
     kernels_.push_back(std::move(e));
+  }
+  if (const plan::Sampler *sampler = plan.plan().sampler()) {
+    samplerKernel_ = static_cast<int>(sampler->kernel());
+    samplerK_ = sampler->k();
+  }
+}
+
+void SimDevice::poisonSamplerOutputs(const cuda::testing::FakeLaunch &launch) {
+  // top_candidates(logits, temperatures, ids, values, stats, seqs).
+  ASSERT_EQ(launch.params.size(), 5 * 8 + 4u) << "the sampler's parameter buffer";
+  uint64_t pointers[5];
+  int32_t seqs = 0;
+  std::memcpy(pointers, launch.params.data(), sizeof(pointers));
+  std::memcpy(&seqs, launch.params.data() + sizeof(pointers), sizeof(seqs));
+  ASSERT_GT(seqs, 0);
+  const uint64_t S = static_cast<uint64_t>(seqs), k = samplerK_;
+  const uint64_t counts[3] = {S * k, S * k, S * 3};
+  for (int i = 0; i < 3; ++i) {
+    uint8_t *at = fake_.deviceBytes(launch.device, pointers[2 + i], counts[i] * 4,
+                                    "the sampler's output " + std::to_string(i));
+    ASSERT_NE(at, nullptr);
+    for (uint64_t j = 0; j < counts[i]; ++j) {
+      const int32_t id = -1;
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(at + j * 4, i == 0 ? static_cast<const void *>(&id) : &nan, 4);
+    }
   }
 }
 
@@ -73,6 +101,11 @@ void SimDevice::run(const cuda::testing::FakeLaunch &launch) {
       << e.key << ": launched with another block size than compiled for";
   ASSERT_GE(launch.sharedBytes, e.dynamicShared)
       << e.key << ": launched with less dynamic shared memory than it uses";
+  if (launch.module == samplerKernel_) {
+    poisonSamplerOutputs(launch);
+    if (::testing::Test::HasFailure())
+      return;
+  }
   HostLaunch l;
   l.grid = {launch.grid[0], launch.grid[1], launch.grid[2]};
   l.block = {launch.block[0], launch.block[1], launch.block[2]};

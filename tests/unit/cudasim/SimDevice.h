@@ -9,6 +9,10 @@
 // fake is host memory, so the instance reads and writes the device
 // pointers of its parameter buffer directly.
 //
+// PlanEmulator writes the sampler's outputs (cpu::topCandidates of the
+// logits) as it checks the launch: they are overwritten with NaN and -1
+// before the kernel runs, so that an output the kernel fails to write shows.
+//
 // Once the test has failed (a pointer the checks rejected, a launch with
 // the wrong block or shared memory), launches are counted but no longer
 // run: a kernel given a bad pointer would crash the test rather than fail
@@ -49,10 +53,14 @@ private:
     uint32_t threads = 0, dynamicShared = 0;
   };
   void run(const cuda::testing::FakeLaunch &launch);
+  void poisonSamplerOutputs(const cuda::testing::FakeLaunch &launch);
 
   cuda::testing::FakeCuda &fake_;
   /// By plan kernel (= module) index.
   std::vector<Entry> kernels_;
+  /// Plan.sampler's kernel (-1: none) and k.
+  int samplerKernel_ = -1;
+  uint32_t samplerK_ = 0;
 };
 
 } // namespace volt::cudasim

@@ -60,9 +60,10 @@ Result<fs::path> planFor(const SimModel &m) {
 }
 
 /// Sequences with their own KV blocks; each step takes, per sequence
-/// listed, its next `count` tokens not yet in the cache.
+/// listed, its next `count` tokens not yet in the cache (a follow-up turn
+/// of the conversation where the sequence has fewer).
 struct Sequences {
-  int32_t blockSize = 16, maxBlocks = 0;
+  int32_t blockSize = 16, maxBlocks = 0, vocab = 0;
   std::vector<std::vector<int32_t>> tokens; // per sequence, all so far
   std::vector<int32_t> cached;
 
@@ -90,6 +91,8 @@ struct Sequences {
     for (auto [s, count] : parts) {
       const size_t si = static_cast<size_t>(s);
       const int32_t first = cached[si];
+      while (static_cast<int32_t>(tokens[si].size()) < first + count)
+        tokens[si].push_back((7 + 13 * static_cast<int32_t>(tokens[si].size()) + 29 * s) % vocab);
       for (int32_t p = first; p < first + count; ++p) {
         b.ids.push_back(tokens[si].at(static_cast<size_t>(p)));
         b.positions.push_back(p);
@@ -169,6 +172,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   Sequences seqs;
   seqs.blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
   seqs.maxBlocks = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  seqs.vocab = vocab;
   ASSERT_GE(p.ranks()->Get(0)->kv_cache()->num_blocks(), static_cast<uint32_t>(4 * seqs.maxBlocks))
       << "the KV cache holds fewer blocks than the test's sequences use";
   // Three short prompts and one past split_k_tokens, whose decode
@@ -202,6 +206,10 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     schedule.push_back({{{0, 1}, {2, 1}, {3, 1}}, i % 2 ? Path::Logits : Path::Candidates});
   for (int i = 0; i < 2; ++i)
     schedule.push_back({{{3, 1}}, i % 2 ? Path::Logits : Path::Candidates});
+  // Follow-up turns of two sequences beside the long one's decode: a step
+  // above max_num_seqs (paged_attention_tiled) that splits a decode.
+  schedule.push_back({{{0, 8}, {1, 8}, {3, 1}}, Path::Candidates});
+  schedule.push_back({{{0, 1}, {1, 1}, {3, 1}}, Path::Logits});
 
   double worst = 0;
   size_t compared = 0, greedyChecked = 0;

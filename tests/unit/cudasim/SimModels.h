@@ -47,6 +47,8 @@ inline const std::vector<SimModel> &simModels() {
       {"qwen3-moe-nvfp4-tp2", "qwen3-moe", mkmodel::Format::ModelOpt, 2},
       {"qwen3-bf16-tp1", "qwen3", mkmodel::Format::BF16, 1},
       {"qwen2-moe-nvfp4-tp2", "qwen2-moe", mkmodel::Format::CompressedTensors, 2},
+      {"qwen2-moe-bf16-tp1", "qwen2-moe", mkmodel::Format::BF16, 1},
+      {"mixtral-nvfp4-tp4", "mixtral", mkmodel::Format::ModelOpt, 4},
   };
   return models;
 }

@@ -17,9 +17,12 @@
 // attention over earlier chunks), then greedy decoding through CUDA graphs
 // — four sequences, then three (padded to the bucket of four), then the
 // long one alone — whose long context (> split_k_tokens) splits decode
-// attention across blocks into the kernel workspace. Decode steps
-// alternate between runStep and the candidate path (runStepCandidates,
-// then fetchRows), so both graph sets are captured and replayed.
+// attention across blocks into the kernel workspace; last, follow-up turns
+// of two sequences beside the long one's decode (a tiled step that splits
+// a decode). Steps alternate between runStep and the candidate path
+// (runStepCandidates, then fetchRows), so both graph sets are captured and
+// replayed. Tensor-parallel plans run their ranks on fake devices whose
+// collectives are the fake NCCL's.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/TopCandidates.h"
@@ -47,7 +50,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// The plans of this process, compiled once, removed when it exits.
+/// Compiles `m`'s plan under this process's folder, removed when it exits.
 Result<fs::path> planFor(const SimModel &m) {
   static struct Root {
     fs::path path = fs::temp_directory_path() / ("volt-cudasim-" + std::to_string(::getpid()));

@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,10 @@ public:
   /// Per device: memory in all, and memory already used by others.
   uint64_t totalMemory = uint64_t{16} << 30;
   uint64_t usedByOthers = 0;
+  /// When set, device allocations start filled with this byte, as a GPU's
+  /// memory holds whatever was there before (0xFF: NaN in FP16 and FP32),
+  /// instead of zero pages mapped on demand.
+  std::optional<uint8_t> fillDeviceMemory;
   /// When not empty, cuModuleLoadDataEx refuses PTX with
   /// CUDA_ERROR_INVALID_PTX and writes this to the JIT error log.
   std::string jitErrorLog;

@@ -145,6 +145,8 @@ CUresult allocate(uint64_t bytes, int device, void **out) {
   void *p = mapBytes(bytes);
   if (!p)
     return kOutOfMemory;
+  if (device >= 0 && gFake->fillDeviceMemory)
+    std::memset(p, *gFake->fillDeviceMemory, bytes);
   s.memory[reinterpret_cast<uint64_t>(p)] = {bytes, device};
   *out = p;
   return kSuccess;

@@ -133,6 +133,19 @@ int64_t splitKTokens(const plan::Plan &p) {
   return 0;
 }
 
+/// What a failed comparison of sequence `s` of `batch` should know about
+/// the step's MoE routing.
+std::string routerNote(const SimDevice &device, const Sequences::Batch &batch, size_t s) {
+  const double gap = device.routerGap(static_cast<size_t>(batch.starts[s]),
+                                      static_cast<size_t>(batch.starts[s + 1]));
+  if (std::isinf(gap))
+    return "";
+  return "\n(the closest MoE routing of its tokens in this step: router logits " +
+         std::to_string(gap) +
+         " apart at the top-k boundary; a gap within rounding lets the backends pick different "
+         "experts)";
+}
+
 /// How the GPU side of a step runs.
 enum class Path { Logits, Candidates };
 
@@ -224,6 +237,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     SCOPED_TRACE("step " + std::to_string(step));
     const auto &[parts, path] = schedule[step];
     Sequences::Batch batch = seqs.step(parts);
+    device.routerGaps.clear();
     const engine::StepBatch view = batch.view();
     const size_t S = batch.context.size();
     std::vector<float> want(S * vocab), got(S * vocab);
@@ -281,7 +295,8 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       worst = std::max(worst, diff / std::max(scale, 1e-6));
       ++compared;
       EXPECT_LE(diff, bound) << "sequence " << batch.seqs[s] << ", logit " << worstAt << ": cpu "
-                             << x[worstAt] << ", gpu " << y[worstAt];
+                             << x[worstAt] << ", gpu " << y[worstAt]
+                             << routerNote(device, batch, s);
       const int32_t best = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
       const int32_t gpuBest = static_cast<int32_t>(std::max_element(y, y + vocab) - y);
       std::vector<float> sorted(x, x + vocab);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -35,6 +36,10 @@ SimDevice::SimDevice(const plan::LoadedPlan &plan, cuda::testing::FakeCuda &fake
     e.host = it == byKey.end() ? nullptr : it->second;
     e.threads = keyValue(e.key, "threads");
     e.dynamicShared = keyValue(e.key, "dynamic_shared");
+    if (e.key.starts_with("moe_router(")) {
+      e.experts = keyValue(e.key, "experts");
+      e.topK = keyValue(e.key, "top_k");
+    }
     kernels_.push_back(std::move(e));
   }
   if (const plan::Sampler *sampler = plan.plan().sampler()) {
@@ -63,6 +68,38 @@ void SimDevice::poisonSamplerOutputs(const cuda::testing::FakeLaunch &launch) {
       std::memcpy(at + j * 4, i == 0 ? static_cast<const void *>(&id) : &nan, 4);
     }
   }
+}
+
+void SimDevice::recordRouterMargin(const cuda::testing::FakeLaunch &launch, uint32_t experts,
+                                   uint32_t topK) {
+  // moe_router(logits f32[T, E], ids, weights, count).
+  ASSERT_EQ(launch.params.size(), 3 * 8 + 4u) << "moe_router's parameter buffer";
+  uint64_t logitsAt = 0;
+  int32_t count = 0;
+  std::memcpy(&logitsAt, launch.params.data(), 8);
+  std::memcpy(&count, launch.params.data() + 24, 4);
+  if (count <= 0 || topK == 0 || topK >= experts)
+    return;
+  const std::vector<float> logits =
+      fake_.readFloats(launch.device, logitsAt, static_cast<size_t>(count) * experts);
+  ASSERT_EQ(logits.size(), static_cast<size_t>(count) * experts);
+  if (routerGaps.size() < static_cast<size_t>(count))
+    routerGaps.resize(static_cast<size_t>(count), std::numeric_limits<double>::infinity());
+  for (int32_t t = 0; t < count; ++t) {
+    std::vector<float> row(logits.begin() + static_cast<ptrdiff_t>(t) * experts,
+                           logits.begin() + static_cast<ptrdiff_t>(t + 1) * experts);
+    std::nth_element(row.begin(), row.begin() + topK, row.end(), std::greater<float>());
+    const float kth = *std::min_element(row.begin(), row.begin() + topK);
+    double &gap = routerGaps[static_cast<size_t>(t)];
+    gap = std::min(gap, static_cast<double>(kth) - row[topK]);
+  }
+}
+
+double SimDevice::routerGap(size_t first, size_t end) const {
+  double gap = std::numeric_limits<double>::infinity();
+  for (size_t t = first; t < end && t < routerGaps.size(); ++t)
+    gap = std::min(gap, routerGaps[t]);
+  return gap;
 }
 
 Status SimDevice::ready() const {
@@ -114,6 +151,8 @@ void SimDevice::run(const cuda::testing::FakeLaunch &launch) {
   l.paramBytes = launch.params.size();
   const std::string error = e.host->launch(l);
   ASSERT_TRUE(error.empty()) << e.key << ": " << error;
+  if (e.experts > 0)
+    recordRouterMargin(launch, e.experts, e.topK);
   ++launches[launch.kernel];
   graphLaunches += launch.fromGraph;
 }

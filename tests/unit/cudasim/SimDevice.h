@@ -13,6 +13,13 @@
 // logits) as it checks the launch: they are overwritten with NaN and -1
 // before the kernel runs, so that an output the kernel fails to write shows.
 //
+// MoE routing is discontinuous: where a token's k-th and (k+1)-th router
+// logits nearly tie, the last-ulp differences between any two correct
+// implementations can pick different experts, and the logits then move
+// far more than rounding does. Every moe_router launch's smallest such
+// margin is recorded, so that a disagreement can be told apart from an
+// expert swap on a near tie.
+//
 // Once the test has failed (a pointer the checks rejected, a launch with
 // the wrong block or shared memory), launches are counted but no longer
 // run: a kernel given a bad pointer would crash the test rather than fail
@@ -26,6 +33,7 @@
 #include "tests/unit/cuda/FakeCuda.h"
 #include "tests/unit/cudasim/HostKernels.h"
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,14 +54,24 @@ public:
   /// Launches not run because the test had already failed.
   size_t skipped = 0;
 
+  /// Per token of the step: the smallest gap between its k-th and
+  /// (k+1)-th router logits over every moe_router launch since the last
+  /// reset (empty: no MoE layer ran).
+  std::vector<double> routerGaps;
+  /// The smallest of routerGaps[first, end) (infinity: none).
+  double routerGap(size_t first, size_t end) const;
+
 private:
   struct Entry {
     std::string key;
     const HostKernel *host = nullptr;
     uint32_t threads = 0, dynamicShared = 0;
+    /// moe_router's experts and top_k (0: another kernel).
+    uint32_t experts = 0, topK = 0;
   };
   void run(const cuda::testing::FakeLaunch &launch);
   void poisonSamplerOutputs(const cuda::testing::FakeLaunch &launch);
+  void recordRouterMargin(const cuda::testing::FakeLaunch &launch, uint32_t experts, uint32_t topK);
 
   cuda::testing::FakeCuda &fake_;
   /// By plan kernel (= module) index.

@@ -142,9 +142,18 @@ std::string routerNote(const SimDevice &device, const Sequences::Batch &batch, s
     return "";
   return "\n(the closest MoE routing of its tokens in this step: router logits " +
          std::to_string(gap) +
-         " apart at the top-k boundary; a gap within rounding lets the backends pick different "
-         "experts)";
+         " apart at the top-k boundary, relative; a gap within rounding lets the backends pick "
+         "different experts)";
 }
+
+/// A row whose own token's routing had its k-th and (k+1)-th router logits
+/// closer than this (relative) is on a knife-edge: the FP16 activations
+/// feeding the router differ between any two correct implementations by
+/// an ulp or two (2^-11 each), enough to swap two experts, and the row's
+/// logits then differ by far more than rounding. Such rows are counted,
+/// not compared (as EndToEndTest compares greedy tokens only where the top
+/// two logits are apart); at most a tenth of them may be.
+constexpr double kRouterTie = 2e-3;
 
 /// How the GPU side of a step runs.
 enum class Path { Logits, Candidates };
@@ -232,7 +241,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   schedule.push_back({{{0, 1}, {1, 1}, {3, 1}}, Path::Logits});
 
   double worst = 0;
-  size_t compared = 0, greedyChecked = 0;
+  size_t compared = 0, greedyChecked = 0, onTies = 0;
   for (size_t step = 0; step < schedule.size(); ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     const auto &[parts, path] = schedule[step];
@@ -277,6 +286,16 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     for (size_t s = 0; s < S; ++s) {
       const float *x = want.data() + s * vocab;
       const float *y = got.data() + s * vocab;
+      const int32_t best = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
+      auto &all = seqs.tokens[static_cast<size_t>(batch.seqs[s])];
+      // A prefill chunk that does not end its prompt samples nothing.
+      if (seqs.cached[static_cast<size_t>(batch.seqs[s])] == static_cast<int32_t>(all.size()))
+        all.push_back(best);
+      const size_t row = static_cast<size_t>(batch.rows[s]);
+      if (device.routerGap(row, row + 1) < kRouterTie) {
+        ++onTies;
+        continue;
+      }
       double scale = 0, diff = 0;
       int32_t worstAt = 0;
       for (int32_t v = 0; v < vocab; ++v) {
@@ -297,7 +316,6 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       EXPECT_LE(diff, bound) << "sequence " << batch.seqs[s] << ", logit " << worstAt << ": cpu "
                              << x[worstAt] << ", gpu " << y[worstAt]
                              << routerNote(device, batch, s);
-      const int32_t best = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
       const int32_t gpuBest = static_cast<int32_t>(std::max_element(y, y + vocab) - y);
       std::vector<float> sorted(x, x + vocab);
       std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<float>());
@@ -318,20 +336,16 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       if (!stats.empty()) {
         EXPECT_NEAR(stats[s * 3], sorted[0], bound) << "sequence " << batch.seqs[s] << "'s M";
       }
-      auto &all = seqs.tokens[static_cast<size_t>(batch.seqs[s])];
-      // A prefill chunk that does not end its prompt samples nothing.
-      if (seqs.cached[static_cast<size_t>(batch.seqs[s])] == static_cast<int32_t>(all.size()))
-        all.push_back(best);
     }
     if (HasFailure())
       break;
   }
   std::printf("%s: %zu rows compared, %zu greedy tokens checked, largest logit difference %.2e "
-              "of the largest logit\n",
-              m.name.c_str(), compared, greedyChecked, worst);
-
+              "of the largest logit; %zu rows on a routing tie not compared\n",
+              m.name.c_str(), compared, greedyChecked, worst, onTies);
   if (HasFailure())
     return;
+  EXPECT_LE(onTies * 10, compared + onTies) << "too many rows on routing ties to compare";
   // What ran: the steps reached the kernels they are there for.
   EXPECT_EQ(device.skipped, 0u);
   for (const char *kernel :

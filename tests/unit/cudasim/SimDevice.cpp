@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -91,7 +92,9 @@ void SimDevice::recordRouterMargin(const cuda::testing::FakeLaunch &launch, uint
     std::nth_element(row.begin(), row.begin() + topK, row.end(), std::greater<float>());
     const float kth = *std::min_element(row.begin(), row.begin() + topK);
     double &gap = routerGaps[static_cast<size_t>(t)];
-    gap = std::min(gap, static_cast<double>(kth) - row[topK]);
+    const double relative =
+        (static_cast<double>(kth) - row[topK]) / std::max(1.0, std::fabs(static_cast<double>(kth)));
+    gap = std::min(gap, relative);
   }
 }
 

@@ -55,8 +55,8 @@ public:
   size_t skipped = 0;
 
   /// Per token of the step: the smallest gap between its k-th and
-  /// (k+1)-th router logits over every moe_router launch since the last
-  /// reset (empty: no MoE layer ran).
+  /// (k+1)-th router logits, relative (over max(1, |k-th|)), over every
+  /// moe_router launch since it was cleared (empty: no MoE layer ran).
   std::vector<double> routerGaps;
   /// The smallest of routerGaps[first, end) (infinity: none).
   double routerGap(size_t first, size_t end) const;

@@ -32,6 +32,26 @@ AlignedBytes alignedZeros(uint64_t bytes) {
   return AlignedBytes(p);
 }
 
+std::span<const int32_t> stepInput(const engine::StepBatch &batch, plan::StepInput input) {
+  switch (input) {
+  case plan::StepInput::Tokens:
+    return batch.tokens;
+  case plan::StepInput::Positions:
+    return batch.positions;
+  case plan::StepInput::SlotMapping:
+    return batch.slotMapping;
+  case plan::StepInput::SeqStarts:
+    return batch.seqStarts;
+  case plan::StepInput::ContextLens:
+    return batch.contextLens;
+  case plan::StepInput::BlockTables:
+    return batch.blockTables;
+  case plan::StepInput::LogitsRows:
+    return batch.logitsRows;
+  }
+  return {};
+}
+
 } // namespace
 
 struct CpuBackend::Shared {
@@ -43,6 +63,8 @@ struct CpuBackend::Shared {
   std::vector<float> rows;
   size_t rowSeqs = 0;
   std::unique_ptr<cpu::ThreadPool> candidatePool;
+  /// Called after each op (empty: none).
+  OpObserver observer;
 };
 
 struct CpuBackend::RankState {
@@ -62,6 +84,8 @@ struct CpuBackend::RankState {
   std::vector<float> outputScratch;
   /// FP16 rows on their way to an FP32 buffer.
   std::vector<uint16_t> scratch;
+  /// The operand spans handed to the op observer.
+  std::vector<std::span<const uint8_t>> observed;
 };
 
 Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &loaded,
@@ -135,6 +159,58 @@ uint64_t CpuBackend::hostBytes() const {
 }
 
 int CpuBackend::threadsPerRank() const { return shared_->threadsPerRank; }
+
+void CpuBackend::setOpObserver(OpObserver observer) { shared_->observer = std::move(observer); }
+
+void CpuBackend::observe(RankState &rs, uint32_t opIndex, const plan::Op &op,
+                         const engine::StepBatch &batch, std::span<float> logits) {
+  const plan::Rank *rank = rs.rank;
+  const uint64_t T = static_cast<uint64_t>(batch.numTokens);
+  const uint64_t S = static_cast<uint64_t>(batch.numSeqs);
+  rs.observed.clear();
+  for (const plan::Operand *o : *op.operands()) {
+    std::span<const uint8_t> bytes;
+    switch (o->kind()) {
+    case OperandKind::Arena: {
+      const plan::Buffer *b = rank->buffers()->Get(o->index());
+      bytes = {rs.arena.get() + b->offset(),
+               std::min(b->bytes(), b->per_token_bytes() * T + b->fixed_bytes())};
+      break;
+    }
+    case OperandKind::Weight: {
+      const plan::WeightEntry *w = rank->weights()->Get(o->index());
+      bytes = rs.pack.subspan(w->offset(), w->bytes());
+      break;
+    }
+    case OperandKind::Input: {
+      std::span<const int32_t> in = stepInput(batch, static_cast<plan::StepInput>(o->index()));
+      bytes = {reinterpret_cast<const uint8_t *>(in.data()), in.size_bytes()};
+      break;
+    }
+    case OperandKind::Output: {
+      const float *out = rs.index == 0 ? logits.data() : rs.outputScratch.data();
+      bytes = {reinterpret_cast<const uint8_t *>(out),
+               S * plan_.plan().model()->vocab_size() * sizeof(float)};
+      break;
+    }
+    case OperandKind::KvCache:
+    case OperandKind::Workspace:
+      break;
+    }
+    rs.observed.push_back(bytes);
+  }
+  OpObservation seen;
+  seen.rank = rs.index;
+  seen.opIndex = opIndex;
+  seen.op = &op;
+  seen.kind = op.kind();
+  if (op.name())
+    seen.name = std::string_view(op.name()->c_str(), op.name()->size());
+  seen.numTokens = batch.numTokens;
+  seen.numSeqs = batch.numSeqs;
+  seen.operands = rs.observed;
+  shared_->observer(seen);
+}
 
 int32_t CpuBackend::candidatesPerSeq() const { return shared_->candidates; }
 
@@ -243,33 +319,9 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       return const_cast<uint8_t *>(rs.pack.data()) + rank->weights()->Get(o->index())->offset();
     case OperandKind::Output:
       return reinterpret_cast<uint8_t *>(rs.index == 0 ? logits.data() : rs.outputScratch.data());
-    case OperandKind::Input: {
-      std::span<const int32_t> in;
-      switch (static_cast<plan::StepInput>(o->index())) {
-      case plan::StepInput::Tokens:
-        in = batch.tokens;
-        break;
-      case plan::StepInput::Positions:
-        in = batch.positions;
-        break;
-      case plan::StepInput::SlotMapping:
-        in = batch.slotMapping;
-        break;
-      case plan::StepInput::SeqStarts:
-        in = batch.seqStarts;
-        break;
-      case plan::StepInput::ContextLens:
-        in = batch.contextLens;
-        break;
-      case plan::StepInput::BlockTables:
-        in = batch.blockTables;
-        break;
-      case plan::StepInput::LogitsRows:
-        in = batch.logitsRows;
-        break;
-      }
-      return reinterpret_cast<uint8_t *>(const_cast<int32_t *>(in.data()));
-    }
+    case OperandKind::Input:
+      return reinterpret_cast<uint8_t *>(
+          const_cast<int32_t *>(stepInput(batch, static_cast<plan::StepInput>(o->index())).data()));
     case OperandKind::KvCache:
       return nullptr;
     case OperandKind::Workspace:
@@ -313,6 +365,8 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     return std::span<const float>(w->global_scales()->data(), w->global_scales()->size());
   };
 
+  const bool observed = static_cast<bool>(shared_->observer);
+  uint32_t opIndex = 0;
   for (const plan::Op *op : *rank->ops()) {
     auto ops = op->operands();
     auto at = [&](unsigned i) { return ops->Get(i); };
@@ -433,6 +487,9 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
                       pool);
       break;
     }
+    if (observed)
+      observe(rs, opIndex, *op, batch, logits);
+    ++opIndex;
   }
 }
 

@@ -13,8 +13,10 @@
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Status.h"
 
+#include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 
 namespace volt::executor {
 
@@ -27,6 +29,34 @@ struct CpuBackendOptions {
   /// engine's candidate path, which the cuda backend takes, on real plans.
   int candidates = 0;
 };
+
+/// One op of the step program, just run on one rank: what an op observer
+/// (CpuBackend::setOpObserver) is given. Everything it points to is valid
+/// only during the call.
+struct OpObservation {
+  /// The rank that ran the op (Rank.rank) and the op's index in that
+  /// rank's step program (Rank.ops).
+  uint32_t rank = 0;
+  uint32_t opIndex = 0;
+  /// The plan's op (its params and operands) and its kind.
+  const plan::Op *op = nullptr;
+  plan::OpKind kind = plan::OpKind::Embedding;
+  /// Op.name ("model.layers.3.mlp.gate"); empty where the plan has none.
+  std::string_view name;
+  /// The step's token count T and sequence count S.
+  int64_t numTokens = 0;
+  int64_t numSeqs = 0;
+  /// Per operand, in Op.operands order, the host bytes it covers in this
+  /// step, read-only, as they are after the op: an arena buffer's
+  /// per_token_bytes * T + fixed_bytes (at most Buffer.bytes), a step
+  /// input's array, the step output's S x vocab_size floats (rank 0's
+  /// are the caller's logits), a weight's entry in the pack; empty for
+  /// KV-cache and workspace operands.
+  std::span<const std::span<const uint8_t>> operands;
+};
+
+/// Called after each op a rank runs (CpuBackend::setOpObserver).
+using OpObserver = std::function<void(const OpObservation &)>;
 
 class CpuBackend : public engine::StepBackend {
 public:
@@ -48,10 +78,23 @@ public:
   uint64_t hostBytes() const;
   int threadsPerRank() const;
 
+  /// Installs `observer` (an empty function removes it), called after every
+  /// op of every step on every rank, in each rank's program order, like
+  /// llama.cpp's eval callback: for tests that look inside a step (a MoE
+  /// router's logits) and for debugging. It is called on the thread that
+  /// runs the rank: rank 0's on the thread calling runStep, each other
+  /// rank's on a thread of its own, so calls for different ranks overlap
+  /// and an observer that gathers across ranks must synchronise; the ranks
+  /// meet at every all-reduce, so a slow observer slows them all. Set it
+  /// between steps only. Without one, a step pays one branch per op.
+  void setOpObserver(OpObserver observer);
+
 private:
   struct RankState;
   explicit CpuBackend(const plan::LoadedPlan &plan);
   void runRank(RankState &rank, const engine::StepBatch &batch, std::span<float> logits);
+  void observe(RankState &rank, uint32_t opIndex, const plan::Op &op,
+               const engine::StepBatch &batch, std::span<float> logits);
 
   const plan::LoadedPlan &plan_;
   std::vector<std::unique_ptr<RankState>> ranks_;

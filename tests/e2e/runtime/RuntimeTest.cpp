@@ -1,6 +1,7 @@
 // End to end on the cpu backend: plans compiled from synthetic models give
 // the same greedy tokens at tensor_parallel_size 1, 2 and 4, alone or
-// batched with other requests, prefilled in one step or in chunks.
+// batched with other requests, prefilled in one step or in chunks; and the
+// cpu backend's op observer.
 #include "PlanFixture.h"
 
 #include "runtime/executor/CpuBackend.h"
@@ -9,7 +10,9 @@
 
 #include <cmath>
 #include <gtest/gtest.h>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 namespace volt {
 namespace {
@@ -321,6 +324,153 @@ TEST(Runtime, Fp32ResidualStream) {
   }
   EXPECT_GT(worst, 0.0f) << "an FP32 residual stream rounds differently";
   EXPECT_LE(worst, 0.01f * scale);
+}
+
+/// One step of `seqs` sequences of `n` new tokens each (sequence s in
+/// blocks s * width..), after `cached` tokens of each already in the cache.
+struct ObserverStep {
+  std::vector<int32_t> ids, positions, slots, starts{0}, lens, tables, rows;
+  engine::StepBatch view(int32_t width) const {
+    engine::StepBatch b;
+    b.numTokens = static_cast<int32_t>(ids.size());
+    b.numSeqs = static_cast<int32_t>(lens.size());
+    b.maxBlocksPerSeq = width;
+    b.tokens = ids;
+    b.positions = positions;
+    b.slotMapping = slots;
+    b.seqStarts = starts;
+    b.contextLens = lens;
+    b.blockTables = tables;
+    b.logitsRows = rows;
+    return b;
+  }
+};
+
+ObserverStep observerStep(int32_t seqs, int32_t n, int32_t cached, int32_t width,
+                          int32_t blockSize) {
+  ObserverStep st;
+  for (int32_t s = 0; s < seqs; ++s) {
+    for (int32_t p = cached; p < cached + n; ++p) {
+      st.ids.push_back((p * 37 + s * 101 + 11) % 500);
+      st.positions.push_back(p);
+      st.slots.push_back((s * width + p / blockSize) * blockSize + p % blockSize);
+    }
+    st.starts.push_back(static_cast<int32_t>(st.ids.size()));
+    st.lens.push_back(cached + n);
+    st.rows.push_back(static_cast<int32_t>(st.ids.size()) - 1);
+    for (int32_t b = 0; b < width; ++b)
+      st.tables.push_back(s * width + b);
+  }
+  return st;
+}
+
+TEST(CpuBackendObserver, SeesEveryOpOfEveryRankInOrderAndTheRoutersChoices) {
+  PlanRequest r;
+  r.family = "qwen3-moe";
+  r.tensorParallelSize = 2;
+  auto loaded = plan::LoadedPlan::load(compilePlan(r));
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  const plan::Plan &p = (*loaded)->plan();
+  auto backend = executor::CpuBackend::create(**loaded, {.threads = 2});
+  ASSERT_TRUE(backend.ok()) << backend.message();
+  const int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  const int32_t blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
+
+  struct Seen {
+    uint32_t opIndex;
+    plan::OpKind kind;
+    int64_t tokens;
+    bool onCaller;
+  };
+  std::mutex mutex;
+  std::vector<std::vector<Seen>> seen(p.ranks()->size());
+  // Per rank, the experts each router op chose, in op order.
+  std::vector<std::vector<int32_t>> chosen(p.ranks()->size());
+  size_t routers = 0, routerMismatches = 0, operandMismatches = 0;
+  const std::thread::id caller = std::this_thread::get_id();
+  const float *logitsAt = nullptr;
+  size_t outputsAtLogits = 0;
+  (*backend)->setOpObserver([&](const executor::OpObservation &o) {
+    std::lock_guard<std::mutex> lock(mutex);
+    seen[o.rank].push_back({o.opIndex, o.kind, o.numTokens, std::this_thread::get_id() == caller});
+    const plan::Op *op = p.ranks()->Get(o.rank)->ops()->Get(o.opIndex);
+    operandMismatches += o.op != op || o.operands.size() != op->operands()->size() ||
+                         o.name != (op->name() ? op->name()->str() : "");
+    for (size_t i = 0; i < o.operands.size(); ++i) {
+      const plan::Operand *operand = op->operands()->Get(static_cast<unsigned>(i));
+      if (operand->kind() == plan::OperandKind::Output)
+        outputsAtLogits +=
+            o.rank == 0 && reinterpret_cast<const float *>(o.operands[i].data()) == logitsAt;
+      if (operand->kind() == plan::OperandKind::Arena) {
+        const plan::Buffer *b = p.ranks()->Get(o.rank)->buffers()->Get(operand->index());
+        operandMismatches +=
+            o.operands[i].size() !=
+            std::min(b->bytes(),
+                     b->per_token_bytes() * static_cast<uint64_t>(o.numTokens) + b->fixed_bytes());
+      }
+    }
+    if (o.kind != plan::OpKind::MoeRouter)
+      return;
+    // (logits f32[T, E]) -> (ids i32[T, k], weights): the k largest,
+    // ties to the lower expert.
+    ++routers;
+    const uint32_t experts = o.op->params()->num_experts(), k = o.op->params()->top_k();
+    const auto *logits = reinterpret_cast<const float *>(o.operands[0].data());
+    const auto *ids = reinterpret_cast<const int32_t *>(o.operands[1].data());
+    ASSERT_GE(o.operands[0].size(), o.numTokens * experts * sizeof(float));
+    ASSERT_GE(o.operands[1].size(), o.numTokens * k * sizeof(int32_t));
+    for (int64_t t = 0; t < o.numTokens; ++t) {
+      std::vector<int32_t> order(experts);
+      std::iota(order.begin(), order.end(), 0);
+      const float *l = logits + t * experts;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+      std::vector<int32_t> want(order.begin(), order.begin() + k),
+          got(ids + t * k, ids + t * k + k);
+      std::sort(want.begin(), want.end());
+      std::sort(got.begin(), got.end());
+      routerMismatches += want != got;
+      chosen[o.rank].insert(chosen[o.rank].end(), got.begin(), got.end());
+    }
+  });
+
+  const size_t vocab = p.model()->vocab_size();
+  const std::vector<ObserverStep> steps = {observerStep(2, 9, 0, width, blockSize),
+                                           observerStep(2, 1, 9, width, blockSize)};
+  for (const ObserverStep &step : steps) {
+    for (auto &r : seen)
+      r.clear();
+    std::vector<float> logits(step.lens.size() * vocab);
+    logitsAt = logits.data();
+    Status ran = (*backend)->runStep(step.view(width), logits);
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    for (size_t rank = 0; rank < seen.size(); ++rank) {
+      const auto *ops = p.ranks()->Get(static_cast<unsigned>(rank))->ops();
+      ASSERT_EQ(seen[rank].size(), ops->size()) << "rank " << rank;
+      for (size_t i = 0; i < seen[rank].size(); ++i) {
+        EXPECT_EQ(seen[rank][i].opIndex, i) << "rank " << rank;
+        EXPECT_EQ(seen[rank][i].kind, ops->Get(static_cast<unsigned>(i))->kind());
+        EXPECT_EQ(seen[rank][i].tokens, static_cast<int64_t>(step.ids.size()));
+        // Rank 0 runs on the caller's thread, the others on their own.
+        EXPECT_EQ(seen[rank][i].onCaller, rank == 0) << "rank " << rank << " op " << i;
+      }
+    }
+  }
+  EXPECT_EQ(operandMismatches, 0u);
+  EXPECT_EQ(outputsAtLogits, steps.size()) << "rank 0's output operand is the caller's logits";
+  EXPECT_GT(routers, 0u);
+  EXPECT_EQ(routerMismatches, 0u) << "router ops whose logits do not give the experts they chose";
+  // The router is replicated: every rank routes every token alike.
+  for (size_t rank = 1; rank < chosen.size(); ++rank)
+    EXPECT_EQ(chosen[rank], chosen[0]) << "rank " << rank;
+
+  // Removed, it is called no more.
+  (*backend)->setOpObserver({});
+  const size_t before = seen[0].size();
+  std::vector<float> logits(2 * vocab);
+  ObserverStep next = observerStep(2, 1, 10, width, blockSize);
+  ASSERT_TRUE((*backend)->runStep(next.view(width), logits).ok());
+  EXPECT_EQ(seen[0].size(), before);
 }
 
 } // namespace

@@ -3,17 +3,23 @@
 // The same model compiled twice (for the cpu backend and for a GPU SKU, by
 // tests/gpu/prepare.sh) runs the same steps — a batch of prompts prefilled
 // together, then greedy decoding with the sequences batched — on the
-// CpuBackend and on the CudaBackend; the logits agree within the bound
-// below and the greedy tokens are the same wherever the top two logits are
-// further apart than it. VOLT_GPU_PLANS names the folder of plan pairs
-// (<model>/cpu/plan.vplan, <model>/gpu/plan.vplan). Skipped with the reason
-// where no GPU (or no prepared plan) is present.
+// CpuBackend and on the CudaBackend; the logits agree within 2 % of the
+// row's largest logit and the greedy tokens are the same wherever the top
+// two logits are further apart than twice that. Rows whose own token's MoE
+// routing sits on a near tie (the cpu backend's router logits, seen through
+// its op observer) are counted, not compared, at most a tenth of them. The
+// comparison and the tie rule are tests/support/RouterTies.h's, which
+// tests/unit/cudasim applies to the same plans on the host.
+// VOLT_GPU_PLANS names the folder of plan pairs (<model>/cpu/plan.vplan,
+// <model>/gpu/plan.vplan). Skipped with the reason where no GPU (or no
+// prepared plan) is present.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/TopCandidates.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/plan/PlanFile.h"
+#include "tests/support/RouterTies.h"
 
 #include <gtest/gtest.h>
 
@@ -130,11 +136,17 @@ TEST(GpuEndToEnd, CudaBackendMatchesCpuBackend) {
       steps.tokens.push_back(prompt);
       steps.cached.push_back(0);
     }
+    // Per token of each step, how close the cpu side's MoE routing came
+    // to a tie (tests/support/RouterTies.h).
+    testing::RouterGaps gaps;
+    testing::observeRouterGaps(**cpu, gaps);
     double worst = 0;
+    size_t compared = 0, onTies = 0;
     for (int step = 0; step < 12; ++step) {
       std::vector<int32_t> storage;
       engine::StepBatch batch = steps.batch(storage, vocab);
       std::vector<float> a(static_cast<size_t>(seqs) * vocab), b(a.size());
+      gaps.clear();
       Status ranCpu = (*cpu)->runStep(batch, a);
       ASSERT_TRUE(ranCpu.ok()) << ranCpu.message();
       Status ranGpu = (*cuda)->runStep(batch, b);
@@ -168,30 +180,35 @@ TEST(GpuEndToEnd, CudaBackendMatchesCpuBackend) {
             << "step " << step;
       }
       for (int32_t s = 0; s < seqs; ++s) {
-        const float *x = a.data() + static_cast<size_t>(s) * vocab;
-        const float *y = b.data() + static_cast<size_t>(s) * vocab;
-        double scale = 0, diff = 0;
-        for (int32_t v = 0; v < vocab; ++v) {
-          scale = std::max(scale, std::fabs(static_cast<double>(x[v])));
-          diff = std::max(diff, std::fabs(static_cast<double>(x[v]) - y[v]));
+        const size_t at = static_cast<size_t>(s) * vocab;
+        const std::span<const float> x(a.data() + at, static_cast<size_t>(vocab));
+        const std::span<const float> y(b.data() + at, static_cast<size_t>(vocab));
+        const testing::RowComparison c = testing::compareRow(x, y);
+        steps.tokens[static_cast<size_t>(s)].push_back(c.cpuBest);
+        // A row whose own token's routing sits on a near tie may have
+        // taken other experts on the GPU, correctly: counted, not compared.
+        if (gaps.onTie(static_cast<size_t>(batch.logitsRows[static_cast<size_t>(s)]))) {
+          ++onTies;
+          continue;
         }
-        // FP16 activations through every layer: a few FP16 ulps of the
-        // largest logit.
-        const double bound = 2e-2 * scale + 1e-3;
-        worst = std::max(worst, diff / std::max(scale, 1e-6));
-        EXPECT_LE(diff, bound) << "step " << step << " sequence " << s;
-        int32_t best = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
-        int32_t gpuBest = static_cast<int32_t>(std::max_element(y, y + vocab) - y);
-        std::vector<float> sorted(x, x + vocab);
-        std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<float>());
-        if (sorted[0] - sorted[1] > 2 * bound) {
-          EXPECT_EQ(best, gpuBest) << "step " << step << " sequence " << s;
+        ++compared;
+        worst = std::max(worst, c.diff / std::max(c.scale, 1e-6));
+        const std::string note = testing::routerTieNote(
+            gaps.smallest(static_cast<size_t>(batch.seqStarts[static_cast<size_t>(s)]),
+                          static_cast<size_t>(batch.seqStarts[static_cast<size_t>(s) + 1])));
+        EXPECT_LE(c.diff, c.bound)
+            << "step " << step << " sequence " << s << ", logit " << c.worstAt << ": cpu "
+            << x[c.worstAt] << ", gpu " << y[c.worstAt] << note;
+        if (c.greedyDecided) {
+          EXPECT_EQ(c.cpuBest, c.gpuBest) << "step " << step << " sequence " << s << note;
         }
-        steps.tokens[static_cast<size_t>(s)].push_back(best);
       }
     }
-    std::printf("%s: largest logit difference %.2e of the largest logit\n",
-                dir.filename().string().c_str(), worst);
+    EXPECT_TRUE(testing::fewEnoughTies(onTies, compared + onTies))
+        << onTies << " of " << compared + onTies << " rows on routing ties, not compared";
+    std::printf("%s: %zu rows compared, largest logit difference %.2e of the largest logit; %zu "
+                "rows on a routing tie not compared\n",
+                dir.filename().string().c_str(), compared, worst, onTies);
   }
 }
 

@@ -84,25 +84,7 @@ void SimDevice::recordRouterMargin(const cuda::testing::FakeLaunch &launch, uint
   const std::vector<float> logits =
       fake_.readFloats(launch.device, logitsAt, static_cast<size_t>(count) * experts);
   ASSERT_EQ(logits.size(), static_cast<size_t>(count) * experts);
-  if (routerGaps.size() < static_cast<size_t>(count))
-    routerGaps.resize(static_cast<size_t>(count), std::numeric_limits<double>::infinity());
-  for (int32_t t = 0; t < count; ++t) {
-    std::vector<float> row(logits.begin() + static_cast<ptrdiff_t>(t) * experts,
-                           logits.begin() + static_cast<ptrdiff_t>(t + 1) * experts);
-    std::nth_element(row.begin(), row.begin() + topK, row.end(), std::greater<float>());
-    const float kth = *std::min_element(row.begin(), row.begin() + topK);
-    double &gap = routerGaps[static_cast<size_t>(t)];
-    const double relative =
-        (static_cast<double>(kth) - row[topK]) / std::max(1.0, std::fabs(static_cast<double>(kth)));
-    gap = std::min(gap, relative);
-  }
-}
-
-double SimDevice::routerGap(size_t first, size_t end) const {
-  double gap = std::numeric_limits<double>::infinity();
-  for (size_t t = first; t < end && t < routerGaps.size(); ++t)
-    gap = std::min(gap, routerGaps[t]);
-  return gap;
+  routerGaps.record(logits, static_cast<size_t>(count), experts, topK);
 }
 
 Status SimDevice::ready() const {

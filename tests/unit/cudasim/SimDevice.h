@@ -17,8 +17,8 @@
 // logits nearly tie, the last-ulp differences between any two correct
 // implementations can pick different experts, and the logits then move
 // far more than rounding does. Every moe_router launch's smallest such
-// margin is recorded, so that a disagreement can be told apart from an
-// expert swap on a near tie.
+// margin is recorded (tests/support/RouterTies.h), so that a disagreement
+// can be told apart from an expert swap on a near tie.
 //
 // Once the test has failed (a pointer the checks rejected, a launch with
 // the wrong block or shared memory), launches are counted but no longer
@@ -30,6 +30,7 @@
 
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Status.h"
+#include "tests/support/RouterTies.h"
 #include "tests/unit/cuda/FakeCuda.h"
 #include "tests/unit/cudasim/HostKernels.h"
 
@@ -55,11 +56,9 @@ public:
   size_t skipped = 0;
 
   /// Per token of the step: the smallest gap between its k-th and
-  /// (k+1)-th router logits, relative (over max(1, |k-th|)), over every
-  /// moe_router launch since it was cleared (empty: no MoE layer ran).
-  std::vector<double> routerGaps;
-  /// The smallest of routerGaps[first, end) (infinity: none).
-  double routerGap(size_t first, size_t end) const;
+  /// (k+1)-th router logits, relative, over every moe_router launch (every
+  /// device) since it was cleared.
+  testing::RouterGaps routerGaps;
 
 private:
   struct Entry {

@@ -23,33 +23,49 @@ template <int Experts>
 VOLT_DEVICE int findExpertGroup(const int *expertStarts, int slot, int rowsPerGroup,
                                 int &groupInExpert) {
   const int lane = static_cast<int>(laneId());
-  for (int base = 0; base < Experts; base += 32) {
-    const int e = base + lane;
-    int groups = 0;
+  // Every round's counts are loaded before the first scan: the loads are
+  // independent, so the block waits for one round trip to memory instead
+  // of one per 32 experts before it can start on its weights.
+  constexpr int Rounds = (Experts + 31) / 32;
+  int groups[Rounds];
+#pragma unroll
+  for (int r = 0; r < Rounds; ++r) {
+    const int e = r * 32 + lane;
+    groups[r] = 0;
     if (e < Experts) {
       const int rows = expertStarts[e + 1] - expertStarts[e];
-      groups = (rows + rowsPerGroup - 1) / rowsPerGroup;
+      groups[r] = (rows + rowsPerGroup - 1) / rowsPerGroup;
     }
+  }
+  // Every round is scanned (no early exit), so that the rounds unroll and
+  // `groups` stays in registers.
+  int expert = -1;
+  groupInExpert = 0;
+#pragma unroll
+  for (int r = 0; r < Rounds; ++r) {
     // Inclusive prefix sum of groups over the lanes.
-    int prefix = groups;
+    int prefix = groups[r];
+#pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       int other = shuffle(prefix, lane >= d ? lane - d : lane);
       if (lane >= d)
         prefix += other;
     }
     const int total = shuffle(prefix, 31);
-    if (slot < total) {
-      const bool mine = slot < prefix && slot >= prefix - groups;
-      const u32 who = warpBallot(mine);
-      const int owner = __ffs(who) - 1;
-      const int before = shuffle(prefix - groups, owner);
-      groupInExpert = slot - before;
-      return base + owner;
+    if (expert < 0) {
+      if (slot < total) {
+        const bool mine = slot < prefix && slot >= prefix - groups[r];
+        const u32 who = warpBallot(mine);
+        const int owner = __ffs(who) - 1;
+        const int before = shuffle(prefix - groups[r], owner);
+        groupInExpert = slot - before;
+        expert = r * 32 + owner;
+      } else {
+        slot -= total;
+      }
     }
-    slot -= total;
   }
-  groupInExpert = 0;
-  return -1;
+  return expert;
 }
 
 #endif // __CUDACC__ || VOLT_SIMT

@@ -187,7 +187,12 @@ TEST(GpuEndToEnd, CudaBackendMatchesCpuBackend) {
         steps.tokens[static_cast<size_t>(s)].push_back(c.cpuBest);
         // A row whose own token's routing sits on a near tie may have
         // taken other experts on the GPU, correctly: counted, not compared.
-        if (gaps.onTie(static_cast<size_t>(batch.logitsRows[static_cast<size_t>(s)]))) {
+        // The gaps here are the cpu side's only, and away from ties the two
+        // sides' gaps were measured up to 3.4e-3 apart (cudasim_e2e_test),
+        // so this test, which runs on the rare lent GPU, takes twice the
+        // shared threshold.
+        if (gaps.onTie(static_cast<size_t>(batch.logitsRows[static_cast<size_t>(s)]),
+                       2 * testing::kRouterTie)) {
           ++onTies;
           continue;
         }

@@ -76,8 +76,8 @@ public:
       gap = std::min(gap, gaps_[t]);
     return gap;
   }
-  /// Whether token `row`'s routing sits on a near tie.
-  bool onTie(size_t row) const { return smallest(row, row + 1) < kRouterTie; }
+  /// Whether token `row`'s routing sits on a near tie (gap below `tie`).
+  bool onTie(size_t row, double tie = kRouterTie) const { return smallest(row, row + 1) < tie; }
 
 private:
   std::mutex mutex_;

@@ -2,11 +2,12 @@
 //
 // CudaSimtEndToEndTest drives the backends with hand-made steps; this runs
 // the engine itself (runtime/engine: continuous batching, chunked prefill,
-// admission as sequences finish, prefix caching, the candidate sampling
-// path with its row fetches) over the cuda backend on the fake driver, every
-// launch executed by the SIMT emulator (SimDevice.h), and over the cpu
-// backend, with the same engine options and the same requests, stepping
-// the two engines in lockstep.
+// admission as sequences finish, prefix caching, preemption and recompute
+// in a KV cache too small, the candidate sampling path with its row
+// fetches) over the cuda backend on the fake driver, every launch executed
+// by the SIMT emulator (SimDevice.h), and over the cpu backend, with the
+// same engine options and the same requests, stepping the two engines in
+// lockstep.
 //
 // Each backend is wrapped in a recorder that keeps, per step, every
 // sampling sequence's whole row (fetched after the candidate step; the
@@ -150,20 +151,24 @@ private:
     for (int32_t s = 0; s < b.numSeqs; ++s) {
       const int32_t start = b.seqStarts[s], end = b.seqStarts[s + 1];
       const int32_t first = b.positions[start], context = b.contextLens[s];
-      std::vector<size_t> matches;
+      // The request whose computed tokens end where the step's begin; else
+      // one that restarts at a block boundary: a prefix-cache hit at
+      // admission, or a recompute after preemption.
+      std::vector<size_t> matches, restarts;
       for (size_t r = 0; r < requests.size(); ++r) {
         const Tracked &t = requests[r];
-        if (t.finished || t.computed > first || static_cast<int32_t>(t.known.size()) < context)
-          continue;
-        // A prefix-cache hit skips the prompt's shared blocks.
-        if (t.computed < first && !(t.computed == 0 && t.rows.empty() && first % blockSize_ == 0))
+        if (t.finished || static_cast<int32_t>(t.known.size()) < context)
           continue;
         bool same = true;
         for (int32_t j = start; j < end && same; ++j)
           same = t.known[static_cast<size_t>(first + j - start)] == b.tokens[j];
-        if (same)
+        if (same && t.computed == first)
           matches.push_back(r);
+        else if (same && first % blockSize_ == 0)
+          restarts.push_back(r);
       }
+      if (matches.empty())
+        matches = restarts;
       ASSERT_EQ(matches.size(), 1u)
           << name_ << ": step sequence " << s << " (positions " << first << ".." << context - 1
           << ") matches " << matches.size() << " requests";
@@ -216,13 +221,9 @@ void PrintTo(const SimModel &m, std::ostream *os);
 
 namespace {
 
-class EngineOverSim : public ::testing::TestWithParam<SimModel> {};
-
-TEST_P(EngineOverSim, MatchesEngineOverCpuBackend) {
-  VOLT_REQUIRE_NVRTC(nvrtc, 70);
-  if (!hostKernelsUnavailable().empty())
-    GTEST_SKIP() << hostKernelsUnavailable();
-  const SimModel &m = GetParam();
+/// Runs the requests on both engines and compares them; `kvBlocks` (0:
+/// the plan's) limits the engines' KV cache, so that they preempt.
+void runBothEngines(const SimModel &m, int32_t kvBlocks) {
   auto path = planFor(m);
   ASSERT_TRUE(path.ok()) << path.message();
   auto loaded = plan::LoadedPlan::load(*path);
@@ -269,6 +270,10 @@ TEST_P(EngineOverSim, MatchesEngineOverCpuBackend) {
   config.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   config.enablePrefixCaching = true;
   config.seed = 5;
+  if (kvBlocks > 0) {
+    ASSERT_LE(kvBlocks, config.numKvBlocks);
+    config.numKvBlocks = kvBlocks;
+  }
 
   Side gpuSide("cuda", gpu, vocab, config.blockSize, device.routerGaps),
       cpuSide("cpu", cpu, vocab, config.blockSize, cpuGaps);
@@ -431,7 +436,11 @@ TEST_P(EngineOverSim, MatchesEngineOverCpuBackend) {
   EXPECT_EQ(gs.rowsFetched, cs.rowsFetched);
   EXPECT_GT(gs.prefixCacheHits, 0u);
   EXPECT_EQ(gs.prefixCacheHits, cs.prefixCacheHits);
-  EXPECT_EQ(gs.numPreemptions, 0u);
+  EXPECT_EQ(gs.numPreemptions, cs.numPreemptions);
+  if (kvBlocks > 0)
+    EXPECT_GT(gs.numPreemptions, 0u) << "no sequence was preempted";
+  else
+    EXPECT_EQ(gs.numPreemptions, 0u);
   const cuda::GraphStats graphs = gpu.graphStats();
   EXPECT_EQ(graphs.captureFailures, 0u);
   EXPECT_GT(graphs.graphSteps, graphs.captures) << "no captured graph was replayed";
@@ -439,13 +448,35 @@ TEST_P(EngineOverSim, MatchesEngineOverCpuBackend) {
   EXPECT_GT(device.graphLaunches, 0u);
   EXPECT_EQ(device.skipped, 0u);
   std::printf("%s: %llu tokens from candidates, %llu rows fetched, %llu prefix-cache hit tokens; "
-              "graphs: %llu captures, %llu graph steps, %llu direct steps\n",
+              "%llu preemptions; graphs: %llu captures, %llu graph steps, %llu direct steps\n",
               m.name.c_str(), static_cast<unsigned long long>(gs.sampledFromCandidates),
               static_cast<unsigned long long>(gs.rowsFetched),
               static_cast<unsigned long long>(gs.prefixCacheHits),
+              static_cast<unsigned long long>(gs.numPreemptions),
               static_cast<unsigned long long>(graphs.captures),
               static_cast<unsigned long long>(graphs.graphSteps),
               static_cast<unsigned long long>(graphs.directSteps));
+}
+
+class EngineOverSim : public ::testing::TestWithParam<SimModel> {};
+
+TEST_P(EngineOverSim, MatchesEngineOverCpuBackend) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  if (!hostKernelsUnavailable().empty())
+    GTEST_SKIP() << hostKernelsUnavailable();
+  runBothEngines(GetParam(), 0);
+}
+
+// A KV cache too small for the four running sequences: the newest gives its
+// blocks back and is recomputed later (its blocks meanwhile written by the
+// others, its prefix perhaps still cached).
+TEST(EngineOverSimPreempting, MatchesEngineOverCpuBackend) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  if (!hostKernelsUnavailable().empty())
+    GTEST_SKIP() << hostKernelsUnavailable();
+  const SimModel &m = simModels().front();
+  ASSERT_EQ(m.name, "qwen3-moe-nvfp4-tp1");
+  runBothEngines(m, 20);
 }
 
 /// The deployments the engine runs over: one per tensor-parallel size.

@@ -10,8 +10,8 @@
 // lockstep.
 //
 // Each backend is wrapped in a recorder that keeps, per step, every
-// sampling sequence's whole row (fetched after the candidate step; the
-// engine fetches its own rows again) and its token's routing gaps, and
+// sampling sequence's whole row (fetched after the engine's step, which
+// fetches the rows it needs itself) and its token's routing gaps, and
 // tells which request each row belongs to by the tokens and positions it
 // ran. Then, per request and output token:
 //   - each side's token is what Sampler::sample chooses from that side's
@@ -130,12 +130,27 @@ public:
                            engine::StepCandidates &out) override {
     gaps_.clear();
     VOLT_RETURN_IF_ERROR(inner_.runStepCandidates(batch, temperatures, out));
-    std::vector<int32_t> all(static_cast<size_t>(batch.numSeqs));
-    for (size_t s = 0; s < all.size(); ++s)
-      all[s] = static_cast<int32_t>(s);
-    rows_.resize(all.size() * static_cast<size_t>(vocab_));
-    VOLT_RETURN_IF_ERROR(inner_.fetchRows(all, rows_));
-    record(batch, rows_);
+    record(batch, {});
+    return Status::success();
+  }
+
+  /// Fetches the rows of the last candidate step that record() left for
+  /// later: after the engine's own fetches, so that what those read comes
+  /// from the device, not from a staging buffer this fetch filled.
+  Status fetchPendingRows() {
+    if (pending_.empty())
+      return Status::success();
+    std::vector<int32_t> seqs;
+    for (const Pending &p : pending_)
+      seqs.push_back(p.seq);
+    rows_.resize(seqs.size() * static_cast<size_t>(vocab_));
+    VOLT_RETURN_IF_ERROR(inner_.fetchRows(seqs, rows_));
+    const size_t v = static_cast<size_t>(vocab_);
+    for (size_t i = 0; i < pending_.size(); ++i)
+      requests[pending_[i].request].rows[pending_[i].output].assign(
+          rows_.begin() + static_cast<ptrdiff_t>(i * v),
+          rows_.begin() + static_cast<ptrdiff_t>((i + 1) * v));
+    pending_.clear();
     return Status::success();
   }
 
@@ -176,8 +191,13 @@ private:
       t.computed = context;
       if (context == static_cast<int32_t>(t.known.size())) {
         const size_t v = static_cast<size_t>(vocab_);
-        t.rows.emplace_back(rows.begin() + static_cast<ptrdiff_t>(s * v),
-                            rows.begin() + static_cast<ptrdiff_t>((s + 1) * v));
+        if (rows.empty()) {
+          pending_.push_back({matches[0], t.rows.size(), s});
+          t.rows.emplace_back();
+        } else {
+          t.rows.emplace_back(rows.begin() + static_cast<ptrdiff_t>(s * v),
+                              rows.begin() + static_cast<ptrdiff_t>((s + 1) * v));
+        }
         const size_t row = static_cast<size_t>(b.logitsRows[s]);
         t.gaps.push_back(gaps_.smallest(row, row + 1));
       }
@@ -189,6 +209,13 @@ private:
   int32_t vocab_, blockSize_;
   testing::RouterGaps &gaps_;
   std::vector<float> rows_;
+  /// Rows of the last candidate step still on the backend: the request,
+  /// its output index, the sequence's index in the step.
+  struct Pending {
+    size_t request, output;
+    int32_t seq;
+  };
+  std::vector<Pending> pending_;
 };
 
 /// The request's repetition penalty applied to `row` over `history`, as
@@ -344,6 +371,10 @@ void runBothEngines(const SimModel &m, int32_t kvBlocks) {
     ASSERT_TRUE(ranGpu.ok()) << ranGpu.message();
     auto ranCpu = cpuSide.engine->step();
     ASSERT_TRUE(ranCpu.ok()) << ranCpu.message();
+    for (Side *side : {&gpuSide, &cpuSide}) {
+      Status fetched = side->fetchPendingRows();
+      ASSERT_TRUE(fetched.ok()) << fetched.message();
+    }
     // The schedule depends on lengths only (every request ignores EOS).
     ASSERT_EQ(ranGpu->numTokens, ranCpu->numTokens);
     ASSERT_EQ(ranGpu->numSeqs, ranCpu->numSeqs);

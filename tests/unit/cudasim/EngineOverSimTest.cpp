@@ -235,16 +235,17 @@ std::vector<float> penalised(std::span<const float> row, const engine::SamplingP
 }
 
 std::vector<int32_t> promptOf(int32_t length, int32_t salt, int32_t vocab) {
-  std::vector<int32_t> p;
+  std::vector<int32_t> p(static_cast<size_t>(length));
   for (int32_t i = 0; i < length; ++i)
-    p.push_back((17 + 31 * i + 101 * salt) % vocab);
+    p[static_cast<size_t>(i)] = (17 + 31 * i + 101 * salt) % vocab;
   return p;
 }
 
 } // namespace
 
-/// Test names show the model's name, not its bytes.
-void PrintTo(const SimModel &m, std::ostream *os);
+/// Test names show the model's name, not its bytes (defined in
+/// CudaSimtEndToEndTest.cpp; googletest's name for it).
+void PrintTo(const SimModel &m, std::ostream *os); // NOLINT(readability-identifier-naming)
 
 namespace {
 

@@ -6,17 +6,18 @@
 #   scripts/sass-counts.sh BUILD_DIR KERNEL NAME=VALUE... --threads N
 #
 # It needs ptxas and nvdisasm from CUDA 11.8 (the last release that targets
-# sm_70). Debian's nvidia-cuda-toolkit package has both; unpack it rather
-# than install it (installing pulls in the NVIDIA driver's libcuda, which
-# changes what the GPU tests find on a machine without a GPU):
+# sm_70). Debian's nvidia-cuda-toolkit package (non-free) has both; unpack
+# it rather than install it (installing pulls in the NVIDIA driver's
+# libcuda, which changes what the GPU tests find on a machine without one):
 #
 #   apt-get download nvidia-cuda-toolkit
 #   dpkg -x nvidia-cuda-toolkit_*.deb /opt/cuda-11.8-tools
 #   export VOLT_CUDA_TOOLS=/opt/cuda-11.8-tools/usr/bin
 #
-# Prints the total, the instructions before the first butterfly shuffle
-# (for the GEMVs: the loads, decode and MMAs over K, before the reductions
-# and the epilogue), and the most frequent opcodes of each.
+# Prints the total, the instructions before the first butterfly shuffle or
+# divergent branch (for nvfp4_gemv and dense_gemv: the loads, decode and
+# MMAs over K, before the reductions and the epilogue; the MoE forms stop
+# earlier, in their expert search), and the most frequent opcodes of each.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then

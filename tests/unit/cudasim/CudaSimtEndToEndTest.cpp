@@ -141,8 +141,10 @@ class CudaSimtEndToEnd : public ::testing::TestWithParam<SimModel> {};
 
 TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
-  if (!hostKernelsUnavailable().empty())
-    GTEST_SKIP() << hostKernelsUnavailable();
+  // NVRTC is here now: a table generated without it is stale, not a reason.
+  ASSERT_TRUE(hostKernelsUnavailable().empty())
+      << hostKernelsUnavailable()
+      << " (NVRTC is installed now: rebuild the target cudasim_instances)";
   const SimModel &m = GetParam();
   auto path = planFor(m);
   ASSERT_TRUE(path.ok()) << path.message();
@@ -286,7 +288,10 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       // A prefill chunk that does not end its prompt samples nothing.
       if (seqs.cached[static_cast<size_t>(batch.seqs[s])] == static_cast<int32_t>(all.size()))
         all.push_back(c.cpuBest);
-      if (device.routerGaps.onTie(static_cast<size_t>(batch.rows[s]))) {
+      // Either side near a tie: the two sides' gaps differ by up to 3.5e-3
+      // away from ties, so one side's gap alone can miss a swap.
+      const size_t row = static_cast<size_t>(batch.rows[s]);
+      if (device.routerGaps.onTie(row) || cpuGaps.onTie(row)) {
         ++onTies;
         continue;
       }
@@ -328,7 +333,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     return;
   EXPECT_TRUE(testing::fewEnoughTies(onTies, compared + onTies))
       << "too many rows on routing ties to compare";
-  // Measured: at most 3.4e-3 (median 2.5e-4) over these plans' tokens;
+  // Measured: at most 3.44e-3 (median 2.5e-4) over these plans' tokens;
   // another token's gaps are typically 0.1 or more apart.
   EXPECT_LE(gapDifference, 1e-2) << "the cpu backend's routing gaps are not the device's";
   // What ran: the steps reached the kernels they are there for.

@@ -135,20 +135,23 @@ VOLT_DEVICE void loadStep(Staged<C> &s, const TileIo &io, int tile, int step,
     const int k = k0 + (segment % perRow) * C::WeightSegmentElems;
     int row = tileRow<C>(tile, r);
     const bool valid = row >= 0 && k < C::K;
+    // Every load reads a valid address, and what is not wanted is zeroed
+    // after it: the JIT compiler for newer GPUs may issue a read-only load
+    // ahead of the branch that guards it (a guarded load through a null
+    // row pointer faulted on an H200).
     row = (row < 0 ? 0 : row) + io.expert * C::N;
+    const int kk = k < C::K ? k : C::K - C::WeightSegmentElems;
     if (C::Nvfp4) {
-      s.weights[i][0] = s.weights[i][1] = 0;
-      s.scales[i] = 0;
-      if (valid) {
-        loadReadOnly8(io.weights + static_cast<i64>(row) * (C::K / 2) + k / 2, s.weights[i][0],
-                      s.weights[i][1]);
-        s.scales[i] = *(io.blockScales + static_cast<i64>(row) * (C::K / 16) + k / 16);
-      }
+      loadReadOnly8(io.weights + static_cast<i64>(row) * (C::K / 2) + kk / 2, s.weights[i][0],
+                    s.weights[i][1]);
+      s.scales[i] = *(io.blockScales + static_cast<i64>(row) * (C::K / 16) + kk / 16);
+      if (!valid)
+        s.weights[i][0] = s.weights[i][1] = s.scales[i] = 0;
     } else {
-      u32x4 v = {0, 0, 0, 0};
-      if (valid)
-        v = loadReadOnly16(reinterpret_cast<const u16 *>(io.weights) +
-                           static_cast<i64>(row) * C::K + k);
+      u32x4 v = loadReadOnly16(reinterpret_cast<const u16 *>(io.weights) +
+                               static_cast<i64>(row) * C::K + kk);
+      if (!valid)
+        v = {0, 0, 0, 0};
       s.weights[i][0] = v.x, s.weights[i][1] = v.y, s.weights[i][2] = v.z, s.weights[i][3] = v.w;
     }
   }
@@ -156,10 +159,12 @@ VOLT_DEVICE void loadStep(Staged<C> &s, const TileIo &io, int tile, int step,
     const int segment = threadIdx.x + i * C::Threads;
     const int m = segment / (C::TileK / 8);
     const int k = k0 + (segment % (C::TileK / 8)) * 8;
-    u32x4 v = {0, 0, 0, 0};
-    const u16 *x = m < io.tokens ? actRow(m) : nullptr;
-    if (x && k < C::K)
-      v = loadReadOnly16(x + k);
+    // A row past the tile's tokens reads the tile's last row (io.tokens >= 1),
+    // a k past K the row's last 8 elements; both are zeroed after the load.
+    const u16 *x = actRow(m < io.tokens ? m : io.tokens - 1);
+    u32x4 v = loadReadOnly16(x + (k < C::K ? k : C::K - 8));
+    if (m >= io.tokens || k >= C::K)
+      v = {0, 0, 0, 0};
     s.act[i][0] = v.x, s.act[i][1] = v.y, s.act[i][2] = v.z, s.act[i][3] = v.w;
   }
 }

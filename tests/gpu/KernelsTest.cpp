@@ -464,7 +464,8 @@ void expectClose(const std::vector<uint16_t> &got, const std::vector<uint16_t> &
     largest = std::max(largest, static_cast<double>(std::fabs(halfToFloat(w))));
   int bad = 0;
   for (size_t i = 0; i < got.size(); ++i)
-    if (!halfClose(got[i], want[i], rel * std::max(static_cast<double>(std::fabs(halfToFloat(want[i]))), largest)) &&
+    if (!halfClose(got[i], want[i],
+                   rel * std::max(static_cast<double>(std::fabs(halfToFloat(want[i]))), largest)) &&
         bad++ < 5)
       ADD_FAILURE() << what << " [" << i << "]: gpu " << halfToFloat(got[i]) << ", cpu "
                     << halfToFloat(want[i]);

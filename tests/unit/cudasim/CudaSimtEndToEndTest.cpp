@@ -39,8 +39,6 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -49,20 +47,6 @@
 
 namespace volt::cudasim {
 namespace {
-
-namespace fs = std::filesystem;
-
-/// Compiles `m`'s plan under this process's folder, removed when it exits.
-Result<fs::path> planFor(const SimModel &m) {
-  static struct Root {
-    fs::path path = fs::temp_directory_path() / ("volt-cudasim-" + std::to_string(::getpid()));
-    ~Root() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } root;
-  return compileSimPlan(m, root.path);
-}
 
 /// Sequences with their own KV blocks; each step takes, per sequence
 /// listed, its next `count` tokens not yet in the cache (a follow-up turn
@@ -146,7 +130,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       << hostKernelsUnavailable()
       << " (NVRTC is installed now: rebuild the target cudasim_instances)";
   const SimModel &m = GetParam();
-  auto path = planFor(m);
+  auto path = compileSimPlanHere(m);
   ASSERT_TRUE(path.ok()) << path.message();
   auto loaded = plan::LoadedPlan::load(*path);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
@@ -355,9 +339,7 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Plans, CudaSimtEndToEnd, ::testing::ValuesIn(simModels()),
                          [](const ::testing::TestParamInfo<SimModel> &info) {
-                           std::string name = info.param.name;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
+                           return simTestName(info.param);
                          });
 
 } // namespace

@@ -43,8 +43,6 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,20 +50,6 @@
 
 namespace volt::cudasim {
 namespace {
-
-namespace fs = std::filesystem;
-
-/// Compiles `m`'s plan under this process's folder, removed when it exits.
-Result<fs::path> planFor(const SimModel &m) {
-  static struct Root {
-    fs::path path = fs::temp_directory_path() / ("volt-enginesim-" + std::to_string(::getpid()));
-    ~Root() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } root;
-  return compileSimPlan(m, root.path);
-}
 
 /// One request as one side saw it.
 struct Tracked {
@@ -252,7 +236,7 @@ namespace {
 /// Runs the requests on both engines and compares them; `kvBlocks` (0:
 /// the plan's) limits the engines' KV cache, so that they preempt.
 void runBothEngines(const SimModel &m, int32_t kvBlocks) {
-  auto path = planFor(m);
+  auto path = compileSimPlanHere(m);
   ASSERT_TRUE(path.ok()) << path.message();
   auto loaded = plan::LoadedPlan::load(*path);
   ASSERT_TRUE(loaded.ok()) << loaded.message();
@@ -527,9 +511,7 @@ std::vector<SimModel> engineModels() {
 
 INSTANTIATE_TEST_SUITE_P(Plans, EngineOverSim, ::testing::ValuesIn(engineModels()),
                          [](const ::testing::TestParamInfo<SimModel> &info) {
-                           std::string name = info.param.name;
-                           std::replace(name.begin(), name.end(), '-', '_');
-                           return name;
+                           return simTestName(info.param);
                          });
 
 } // namespace

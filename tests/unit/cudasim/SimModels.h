@@ -19,6 +19,9 @@
 #include "compiler/mkmodel/MkModel.h"
 #include "runtime/support/Status.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -96,6 +99,26 @@ inline Result<std::filesystem::path> compileSimPlan(const SimModel &m,
   if (!compiled)
     return Error(m.name + ": " + compiled.message());
   return options.output;
+}
+
+/// compileSimPlan under a folder of this process, removed when it exits.
+inline Result<std::filesystem::path> compileSimPlanHere(const SimModel &m) {
+  static struct Root {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("volt-cudasim-" + std::to_string(::getpid()));
+    ~Root() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } root;
+  return compileSimPlan(m, root.path);
+}
+
+/// `m`'s name as a test parameter's name.
+inline std::string simTestName(const SimModel &m) {
+  std::string name = m.name;
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
 }
 
 } // namespace volt::cudasim

@@ -27,6 +27,11 @@ BpeModel::create(Vocab vocab, const std::vector<std::pair<std::string, std::stri
   for (const auto &[token, id] : vocab) {
     if (id < 0)
       return Error("model.vocab: token '" + token + "' has negative id " + std::to_string(id));
+    // Ids index a table, so an absurd one would allocate gigabytes: far
+    // above any real vocabulary (the largest are ~262k), and refused.
+    if (id > kMaxTokenId)
+      return Error("model.vocab: token '" + token + "' has id " + std::to_string(id) +
+                   ", above the largest supported id " + std::to_string(kMaxTokenId));
     maxId = std::max(maxId, id);
   }
   m->idToToken_.resize(static_cast<size_t>(maxId + 1));

@@ -38,6 +38,9 @@ struct BpeOptions {
   std::string endOfWordSuffix;
 };
 
+/// The largest token id a BPE vocabulary may use (2^22 - 1).
+inline constexpr int32_t kMaxTokenId = (1 << 22) - 1;
+
 class BpeModel {
 public:
   /// `merges` are (left, right) token strings in rank order. The error says

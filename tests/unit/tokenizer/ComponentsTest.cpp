@@ -147,6 +147,18 @@ TEST(Bpe, MergesApplyByRankNotByPosition) {
   EXPECT_EQ(ids, (std::vector<int32_t>{3}));
 }
 
+TEST(Bpe, AnAbsurdIdIsRefusedNotAllocated) {
+  Vocab v{{"a", 0}, {"b", 2000000000}};
+  auto m = BpeModel::create(v, {}, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.message().find("model.vocab: token 'b' has id 2000000000, above the largest "
+                             "supported id 4194303"),
+            std::string::npos)
+      << m.message();
+  Vocab last{{"a", 0}, {"b", kMaxTokenId}};
+  EXPECT_TRUE(BpeModel::create(last, {}, {}).ok());
+}
+
 TEST(Bpe, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
   Vocab v{{"a", 0}, {"b", 1}, {"c", 2}, {"abc", 3}};
   BpeOptions o;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/Launches.h"
 
+#include "runtime/schema/Ops.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -115,9 +117,11 @@ struct Context {
   KernelRegistry &registry;
 
   Error error(const std::string &what) const {
-    return Error("op '" + op.name + "' (" + op.kind + "): " + what);
+    return Error("op '" + op.name + "' (" + plan::EnumNameOpKind(op.kind) + "): " + what);
   }
   const OperandInfo &at(size_t i) const { return op.operands[i]; }
+  /// The op's params table (planLaunches checked its type).
+  template <typename T> const T &params() const { return *static_cast<const T *>(op.params.value); }
 };
 
 /// Rows of an activation operand: T, or S for per-sequence buffers.
@@ -148,22 +152,27 @@ PlannedLaunch launch(Context &c, const Variant &v, KernelRequest request) {
 
 Result<PlannedLaunch> embedding(Context &c, const Variant &v) {
   const OperandInfo &table = c.at(1);
-  int64_t rows =
-      c.op.params.vocabRows ? c.op.params.vocabRows : (table.shape.empty() ? 0 : table.shape[0]);
+  const auto &p = c.params<plan::EmbeddingParamsT>();
+  int64_t rows = p.vocab_rows ? p.vocab_rows : (table.shape.empty() ? 0 : table.shape[0]);
   KernelRequest r{"embedding", {}, configThreads(v, 128), 0};
-  r.set("dim", c.op.params.dim).set("vocab_rows", rows);
+  r.set("dim", p.dim).set("vocab_rows", rows);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = GridRule::tokens();
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(table), LaunchArg::pointer(c.at(2)),
             LaunchArg::tokenCount(),
-            LaunchArg::i32Value(static_cast<int32_t>(c.op.params.vocabStart))};
+            LaunchArg::i32Value(static_cast<int32_t>(
+                plan::vocabStart(p.vocab_rows, p.vocab_parallel, c.program.rank)))};
   return l;
 }
 
 Result<PlannedLaunch> rmsNorm(Context &c, const Variant &v, bool add) {
   const OperandInfo &in = c.at(0);
+  const uint32_t dim =
+      add ? c.params<plan::AddRmsNormParamsT>().dim : c.params<plan::RmsNormParamsT>().dim;
+  const float eps =
+      add ? c.params<plan::AddRmsNormParamsT>().eps : c.params<plan::RmsNormParamsT>().eps;
   KernelRequest r{add ? "add_rms_norm" : "rms_norm", {}, configThreads(v, 256), 0};
-  r.set("dim", c.op.params.dim).set("in_f32", in.f32);
+  r.set("dim", dim).set("in_f32", in.f32);
   if (add)
     r.set("res_f32", c.at(1).f32);
   PlannedLaunch l = launch(c, v, r);
@@ -171,38 +180,38 @@ Result<PlannedLaunch> rmsNorm(Context &c, const Variant &v, bool add) {
   for (size_t i = 0; i < c.op.operands.size(); ++i)
     l.args.push_back(LaunchArg::pointer(c.at(i)));
   l.args.push_back(rowsArg(in));
-  l.args.push_back(LaunchArg::f32Value(c.op.params.eps));
+  l.args.push_back(LaunchArg::f32Value(eps));
   return l;
 }
 
 Result<PlannedLaunch> qkNormRope(Context &c, const Variant &v) {
-  const OpParamValues &p = c.op.params;
-  if (p.headDim <= 0 || p.headDim % 2 != 0 || p.headDim > 2048)
-    return c.error("head_dim " + std::to_string(p.headDim) + " (an even size up to 2048 expected)");
+  const auto &p = c.params<plan::QkNormRopeParamsT>();
+  if (p.head_dim == 0 || p.head_dim % 2 != 0 || p.head_dim > 2048)
+    return c.error("head_dim " + std::to_string(p.head_dim) +
+                   " (an even size up to 2048 expected)");
   bool norm = c.op.operands.size() == 4;
-  KernelRequest r{"qk_norm_rope", {}, static_cast<uint32_t>((p.headDim / 2 + 31) / 32 * 32), 0};
-  r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
+  KernelRequest r{"qk_norm_rope", {}, (p.head_dim / 2 + 31) / 32 * 32, 0};
+  r.set("heads", p.num_heads).set("kv_heads", p.num_kv_heads).set("head_dim", p.head_dim);
   r.set("has_norm", norm);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = GridRule::tokens();
-  l.grid[1] = {0, 0, static_cast<uint32_t>(p.numHeads + p.numKvHeads), 1};
+  l.grid[1] = {0, 0, p.num_heads + p.num_kv_heads, 1};
   for (size_t i = 0; i < c.op.operands.size(); ++i)
     l.args.push_back(LaunchArg::pointer(c.at(i)));
   l.args.push_back(LaunchArg::tokenCount());
   l.args.push_back(LaunchArg::f32Value(p.eps));
-  l.args.push_back(LaunchArg::f32Value(p.ropeTheta));
+  l.args.push_back(LaunchArg::f32Value(p.rope_theta));
   return l;
 }
 
 /// The checks both attention templates share.
 Status attentionShape(Context &c) {
-  const OpParamValues &p = c.op.params;
+  const auto &p = c.params<plan::AttentionParamsT>();
   const ProgramInfo &g = c.program;
-  if (p.numKvHeads <= 0 || p.numHeads % p.numKvHeads != 0)
-    return c.error(std::to_string(p.numHeads) + " query heads over " +
-                   std::to_string(p.numKvHeads) + " kv heads");
-  if (g.kvHeads != static_cast<uint32_t>(p.numKvHeads) ||
-      g.headDim != static_cast<uint32_t>(p.headDim) || g.kvBlockSize == 0)
+  if (p.num_kv_heads == 0 || p.num_heads % p.num_kv_heads != 0)
+    return c.error(std::to_string(p.num_heads) + " query heads over " +
+                   std::to_string(p.num_kv_heads) + " kv heads");
+  if (g.kvHeads != p.num_kv_heads || g.headDim != p.head_dim || g.kvBlockSize == 0)
     return c.error("the KV cache geometry (" + std::to_string(g.kvHeads) + " heads of " +
                    std::to_string(g.headDim) + ") does not match the op's");
   return Status::success();
@@ -223,19 +232,19 @@ std::vector<LaunchArg> attentionArgs(Context &c) {
 }
 
 Result<PlannedLaunch> attention(Context &c, const Variant &v) {
-  const OpParamValues &p = c.op.params;
+  const auto &p = c.params<plan::AttentionParamsT>();
   const ProgramInfo &g = c.program;
-  if (p.headDim <= 0 || p.headDim % 2 != 0 || p.headDim > 256)
-    return c.error("head_dim " + std::to_string(p.headDim) +
+  if (p.head_dim == 0 || p.head_dim % 2 != 0 || p.head_dim > 256)
+    return c.error("head_dim " + std::to_string(p.head_dim) +
                    ": paged_attention serves even sizes up to 256");
   VOLT_RETURN_IF_ERROR(attentionShape(c));
   KernelRequest r{"paged_attention", {}, 128, 0};
-  r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
+  r.set("heads", p.num_heads).set("kv_heads", p.num_kv_heads).set("head_dim", p.head_dim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
   auto splitTokens = v.config.find("split_k_tokens");
   const AttentionSplit split =
       attentionSplit(splitTokens == v.config.end() ? 0 : splitTokens->second,
-                     int64_t{g.maxBlocksPerSeq} * g.kvBlockSize, p.numHeads, p.headDim);
+                     int64_t{g.maxBlocksPerSeq} * g.kvBlockSize, p.num_heads, p.head_dim);
   if (split.maxSplits > 0) {
     if (g.workspaceBytes < split.workspaceBytes)
       return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
@@ -247,7 +256,7 @@ Result<PlannedLaunch> attention(Context &c, const Variant &v) {
   PlannedLaunch l = launch(c, v, r);
   // One block per token, then the pool of split chunks.
   l.grid[0] = {1, 0, static_cast<uint32_t>(split.maxSplits), 1};
-  l.grid[1] = {0, 0, static_cast<uint32_t>(p.numKvHeads), 1};
+  l.grid[1] = {0, 0, static_cast<uint32_t>(p.num_kv_heads), 1};
   l.args = attentionArgs(c);
   // Without split the kernel never reads it; the output stands in.
   l.args.push_back(split.maxSplits > 0 ? LaunchArg::workspace(0) : LaunchArg::pointer(c.at(6)));
@@ -257,10 +266,10 @@ Result<PlannedLaunch> attention(Context &c, const Variant &v) {
 }
 
 Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
-  const OpParamValues &p = c.op.params;
+  const auto &p = c.params<plan::AttentionParamsT>();
   const ProgramInfo &g = c.program;
-  if (p.headDim <= 0 || p.headDim % 16 != 0 || p.headDim > kTiledAttentionMaxHeadDim)
-    return c.error("head_dim " + std::to_string(p.headDim) +
+  if (p.head_dim == 0 || p.head_dim % 16 != 0 || p.head_dim > kTiledAttentionMaxHeadDim)
+    return c.error("head_dim " + std::to_string(p.head_dim) +
                    ": paged_attention_tiled serves multiples of 16 up to " +
                    std::to_string(kTiledAttentionMaxHeadDim));
   VOLT_RETURN_IF_ERROR(attentionShape(c));
@@ -269,8 +278,8 @@ Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
     return it == v.config.end() ? fallback : it->second;
   };
   const TiledAttentionShape shape =
-      tiledAttentionShape(config("query_tile", 64), config("key_tile", 32), p.headDim);
-  const int64_t group = p.numHeads / p.numKvHeads;
+      tiledAttentionShape(config("query_tile", 64), config("key_tile", 32), p.head_dim);
+  const int64_t group = p.num_heads / p.num_kv_heads;
   if (group > shape.queryTile)
     return c.error("groups of " + std::to_string(group) + " query heads: paged_attention_tiled " +
                    "serves at most query_tile = " + std::to_string(shape.queryTile));
@@ -282,14 +291,14 @@ Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
                   {},
                   static_cast<uint32_t>(shape.queryTile * 2),
                   static_cast<uint32_t>(shape.sharedBytes)};
-  r.set("heads", p.numHeads).set("kv_heads", p.numKvHeads).set("head_dim", p.headDim);
+  r.set("heads", p.num_heads).set("kv_heads", p.num_kv_heads).set("head_dim", p.head_dim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
   r.set("query_tile", shape.queryTile).set("key_tile", shape.keyTile);
   // Long decodes in the step split as in paged_attention (same rule, same
   // records, so plan-memory's workspace serves both).
   const AttentionSplit split =
       attentionSplit(config("split_k_tokens", 0), int64_t{g.maxBlocksPerSeq} * g.kvBlockSize,
-                     p.numHeads, p.headDim);
+                     p.num_heads, p.head_dim);
   if (split.maxSplits > 0) {
     if (g.workspaceBytes < split.workspaceBytes)
       return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
@@ -303,7 +312,7 @@ Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
   // 1) S) / tt in all; then the pool of split chunks.
   const uint32_t tileTokens = static_cast<uint32_t>(shape.queryTile / group);
   l.grid[0] = {1, tileTokens - 1, static_cast<uint32_t>(split.maxSplits) * tileTokens, tileTokens};
-  l.grid[1] = {0, 0, static_cast<uint32_t>(p.numKvHeads), 1};
+  l.grid[1] = {0, 0, static_cast<uint32_t>(p.num_kv_heads), 1};
   l.args = attentionArgs(c);
   l.args.push_back(split.maxSplits > 0 ? LaunchArg::workspace(0) : LaunchArg::pointer(c.at(6)));
   l.args.push_back(LaunchArg::tokenCount());
@@ -313,7 +322,7 @@ Result<PlannedLaunch> tiledAttention(Context &c, const Variant &v) {
 
 Result<PlannedLaunch> siluMul(Context &c, const Variant &v) {
   KernelRequest r{"silu_mul", {}, configThreads(v, 256), 0};
-  r.set("dim", c.op.params.dim);
+  r.set("dim", c.params<plan::SiluMulParamsT>().dim);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = rowsRule(c.at(0));
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), rowsArg(c.at(0))};
@@ -322,7 +331,7 @@ Result<PlannedLaunch> siluMul(Context &c, const Variant &v) {
 
 Result<PlannedLaunch> sigmoidGateAdd(Context &c, const Variant &v) {
   KernelRequest r{"sigmoid_gate_add", {}, configThreads(v, 256), 0};
-  r.set("dim", c.op.params.dim).set("gate_f32", c.at(2).f32);
+  r.set("dim", c.params<plan::SigmoidGateAddParamsT>().dim).set("gate_f32", c.at(2).f32);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = rowsRule(c.at(0));
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
@@ -332,7 +341,7 @@ Result<PlannedLaunch> sigmoidGateAdd(Context &c, const Variant &v) {
 
 Result<PlannedLaunch> gatherRows(Context &c, const Variant &v) {
   KernelRequest r{"gather_rows", {}, configThreads(v, 128), 0};
-  r.set("dim", c.op.params.dim).set("element_bytes", c.at(0).f32 ? 4 : 2);
+  r.set("dim", c.params<plan::GatherRowsParamsT>().dim).set("element_bytes", c.at(0).f32 ? 4 : 2);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = {0, 1, 0, 1};
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
@@ -341,13 +350,13 @@ Result<PlannedLaunch> gatherRows(Context &c, const Variant &v) {
 }
 
 Result<PlannedLaunch> moeRouter(Context &c, const Variant &v) {
-  const OpParamValues &p = c.op.params;
-  if (p.topK < 1 || p.topK > 32 || p.topK > p.numExperts)
-    return c.error("top_k " + std::to_string(p.topK) + " of " + std::to_string(p.numExperts) +
+  const auto &p = c.params<plan::MoeRouterParamsT>();
+  if (p.top_k < 1 || p.top_k > 32 || p.top_k > p.num_experts)
+    return c.error("top_k " + std::to_string(p.top_k) + " of " + std::to_string(p.num_experts) +
                    " experts (moe_router serves 1..32)");
   const uint32_t threads = 128;
   KernelRequest r{"moe_router", {}, threads, 0};
-  r.set("experts", p.numExperts).set("top_k", p.topK).set("renormalize", p.renormalize);
+  r.set("experts", p.num_experts).set("top_k", p.top_k).set("renormalize", p.renormalize);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = GridRule::tokens(threads / 32);
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
@@ -356,15 +365,15 @@ Result<PlannedLaunch> moeRouter(Context &c, const Variant &v) {
 }
 
 Result<PlannedLaunch> moeAlign(Context &c, const Variant &v) {
-  const OpParamValues &p = c.op.params;
+  const auto &p = c.params<plan::MoeAlignParamsT>();
   // Per-warp expert counts in static shared memory: keep them within 32 KiB.
-  uint32_t threads = 1024;
-  while (threads > 64 && (threads / 32 + 1) * p.numExperts * 4 > 32768)
+  uint64_t threads = 1024;
+  while (threads > 64 && (threads / 32 + 1) * p.num_experts * 4 > 32768)
     threads /= 2;
-  if ((threads / 32 + 1) * p.numExperts * 4 > 32768)
-    return c.error(std::to_string(p.numExperts) + " experts: moe_align serves at most 2730");
-  KernelRequest r{"moe_align", {}, threads, 0};
-  r.set("experts", p.numExperts).set("top_k", p.topK);
+  if ((threads / 32 + 1) * p.num_experts * 4 > 32768)
+    return c.error(std::to_string(p.num_experts) + " experts: moe_align serves at most 2730");
+  KernelRequest r{"moe_align", {}, static_cast<uint32_t>(threads), 0};
+  r.set("experts", p.num_experts).set("top_k", p.top_k);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = GridRule::one();
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
@@ -373,10 +382,10 @@ Result<PlannedLaunch> moeAlign(Context &c, const Variant &v) {
 }
 
 Result<PlannedLaunch> moeCombine(Context &c, const Variant &v) {
-  const OpParamValues &p = c.op.params;
+  const auto &p = c.params<plan::MoeCombineParamsT>();
   constexpr uint32_t kTokens = 8;
   KernelRequest r{"moe_combine", {}, configThreads(v, 256), 0};
-  r.set("dim", p.dim).set("top_k", p.topK).set("tokens", kTokens);
+  r.set("dim", p.dim).set("top_k", p.top_k).set("tokens", kTokens);
   r.set("accumulate", p.accumulate);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = GridRule::tokens(kTokens);
@@ -397,13 +406,13 @@ struct GemmShape {
   std::vector<float> epilogueScales;
 };
 
-Result<GemmShape> gemmShape(Context &c, const OperandInfo &weight, bool moe) {
+Result<GemmShape> gemmShape(Context &c, const OperandInfo &weight, const GemmParams &p) {
   GemmShape s;
-  const OpParamValues &p = c.op.params;
-  s.k = p.dim;
-  s.n = p.outFeatures;
+  const bool moe = p.experts > 0;
+  s.k = p.k;
+  s.n = p.n;
   s.nvfp4 = weight.nvfp4;
-  s.silu = p.siluEpilogue;
+  s.silu = p.silu;
   s.outF32 = p.outF32;
   s.moe = moe;
   if (s.k <= 0 || s.k % 16 != 0)
@@ -430,7 +439,7 @@ Result<GemmShape> gemmShape(Context &c, const OperandInfo &weight, bool moe) {
     return c.error(std::to_string(s.partRows.size()) + " fused parts (at most 4 supported)");
   if (std::accumulate(s.partRows.begin(), s.partRows.end(), int64_t{0}) != s.n)
     return c.error("fused part rows do not add up to N = " + std::to_string(s.n));
-  size_t experts = moe ? static_cast<size_t>(c.op.params.numExperts) : 1;
+  size_t experts = moe ? static_cast<size_t>(p.experts) : 1;
   if (weight.globalScales.size() != experts * s.partRows.size())
     return c.error(std::to_string(weight.globalScales.size()) + " global scales for " +
                    std::to_string(experts) + " x " + std::to_string(s.partRows.size()) + " parts");
@@ -518,19 +527,21 @@ void epilogueArgs(PlannedLaunch &l, const GemmShape &s) {
 
 /// Linear and QLinear: (in, weight, bias?, out).
 Result<PlannedLaunch> linear(Context &c, const Variant &v) {
-  const bool quantized = c.op.kind == "QLinear";
+  const bool quantized = c.op.kind == plan::OpKind::QLinear;
   const OperandInfo &in = c.at(0), &weight = c.at(1), &out = c.op.operands.back();
   if (weight.kind != OperandKind::Weight || weight.nvfp4 != quantized)
     return c.error(std::string("operand 1 must be ") + (quantized ? "an NVFP4" : "a dense") +
                    " weight");
-  auto shape = gemmShape(c, weight, false);
+  VOLT_ASSIGN_OR_RETURN(const GemmParams gp, gemmParams(c.op));
+  auto shape = gemmShape(c, weight, gp);
   if (!shape)
     return shape.error();
   shape->hasBias = c.op.operands.size() == 4;
   const std::string family = quantized ? "nvfp4" : "dense";
   const bool gemv = v.kernel.ends_with("_gemv");
   if (v.kernel != family + "_gemv" && v.kernel != family + "_gemm")
-    return c.error("kernel '" + v.kernel + "' does not implement " + c.op.kind);
+    return c.error("kernel '" + v.kernel + "' does not implement " +
+                   plan::EnumNameOpKind(c.op.kind));
   if (gemv && v.maxTokens > kGemvMaxTokens)
     return c.error(v.kernel + " serves at most " + std::to_string(kGemvMaxTokens) +
                    " tokens, selected up to " + std::to_string(v.maxTokens));
@@ -560,23 +571,23 @@ Result<PlannedLaunch> linear(Context &c, const Variant &v) {
 /// MoeGroupedQLinear and MoeGroupedLinear: (in, order, expert_starts,
 /// weights, out).
 Result<PlannedLaunch> moeLinear(Context &c, const Variant &v) {
-  const bool quantized = c.op.kind == "MoeGroupedQLinear";
-  const OpParamValues &p = c.op.params;
+  const bool quantized = c.op.kind == plan::OpKind::MoeGroupedQLinear;
+  VOLT_ASSIGN_OR_RETURN(const GemmParams p, gemmParams(c.op));
   const OperandInfo &weight = c.at(3);
   if (weight.kind != OperandKind::Weight || weight.nvfp4 != quantized)
     return c.error(std::string("operand 3 must be ") + (quantized ? "NVFP4" : "dense") +
                    " expert weights");
-  if (p.numExperts < 1 || p.topK < 1 ||
-      (weight.shape.size() == 3 && weight.shape[0] != p.numExperts))
-    return c.error("expert weights for " + std::to_string(p.numExperts) + " experts, top_k " +
+  if (p.experts < 1 || p.topK < 1 || (weight.shape.size() == 3 && weight.shape[0] != p.experts))
+    return c.error("expert weights for " + std::to_string(p.experts) + " experts, top_k " +
                    std::to_string(p.topK));
-  auto shape = gemmShape(c, weight, true);
+  auto shape = gemmShape(c, weight, p);
   if (!shape)
     return shape.error();
   const std::string family = quantized ? "nvfp4_moe" : "dense_moe";
   const bool gemv = v.kernel.ends_with("_gemv");
   if (v.kernel != family + "_gemv" && v.kernel != family + "_gemm")
-    return c.error("kernel '" + v.kernel + "' does not implement " + c.op.kind);
+    return c.error("kernel '" + v.kernel + "' does not implement " +
+                   plan::EnumNameOpKind(c.op.kind));
   if (gemv && v.maxTokens > kGemvMaxTokens)
     return c.error(v.kernel + " serves at most " + std::to_string(kGemvMaxTokens) +
                    " tokens, selected up to " + std::to_string(v.maxTokens));
@@ -584,7 +595,7 @@ Result<PlannedLaunch> moeLinear(Context &c, const Variant &v) {
                                        : gemmRequest(c, v.kernel, *shape, v);
   if (!request)
     return request.error();
-  request->set("experts", p.numExperts).set("top_k", p.topK).set("gather", p.gatherTokens);
+  request->set("experts", p.experts).set("top_k", p.topK).set("gather", p.gatherTokens);
   PlannedLaunch l = launch(c, v, *request);
   const uint32_t k = static_cast<uint32_t>(p.topK);
   if (gemv) {
@@ -595,7 +606,7 @@ Result<PlannedLaunch> moeLinear(Context &c, const Variant &v) {
     const uint32_t tileM = static_cast<uint32_t>(request->get("tile_m"));
     l.grid[0] = {0, 0, gemmTiles(*shape, request->get("tile_n")), 1};
     // sum over experts of ceil(rows_e / tileM) <= (T k + E (tileM - 1)) / tileM.
-    l.grid[1] = {k, 0, static_cast<uint32_t>(p.numExperts) * (tileM - 1), tileM};
+    l.grid[1] = {k, 0, static_cast<uint32_t>(p.experts) * (tileM - 1), tileM};
   }
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
             LaunchArg::pointer(weight)};
@@ -607,65 +618,107 @@ Result<PlannedLaunch> moeLinear(Context &c, const Variant &v) {
   return l;
 }
 
-struct KindInfo {
-  const char *kind;
-  size_t minOperands, maxOperands;
-};
-
-constexpr KindInfo kKinds[] = {
-    {"Embedding", 3, 3},      {"RmsNorm", 3, 3},           {"AddRmsNorm", 4, 4},
-    {"Linear", 3, 4},         {"QLinear", 3, 4},           {"QkNormRope", 2, 4},
-    {"Attention", 7, 7},      {"SiluMul", 2, 2},           {"MoeRouter", 3, 3},
-    {"MoeAlign", 3, 3},       {"MoeGroupedQLinear", 5, 5}, {"MoeCombine", 4, 4},
-    {"SigmoidGateAdd", 3, 3}, {"AllReduce", 1, 1},         {"AllGather", 2, 2},
-    {"GatherRows", 3, 3},     {"MoeGroupedLinear", 5, 5},
-};
-
 } // namespace
+
+Result<GemmParams> gemmParams(const OpInfo &op) {
+  if (op.params.type != plan::paramsTypeOf(op.kind) || !op.params.value)
+    return Error("op '" + op.name + "': params of type " + plan::EnumNameOpParams(op.params.type));
+  GemmParams g;
+  auto grouped = [&](const auto &p) {
+    g = {p.dim,   p.out_features, p.epilogue == plan::Epilogue::SiluMul, false, p.num_experts,
+         p.top_k, p.gather_tokens};
+  };
+  switch (op.kind) {
+  case plan::OpKind::Linear: {
+    const auto &p = *op.params.AsLinearParams();
+    g.k = p.dim;
+    g.n = p.out_features;
+    g.outF32 = p.out_dtype == plan::DType::F32;
+    return g;
+  }
+  case plan::OpKind::QLinear: {
+    const auto &p = *op.params.AsQLinearParams();
+    g.k = p.dim;
+    g.n = p.out_features;
+    g.silu = p.epilogue == plan::Epilogue::SiluMul;
+    g.outF32 = p.out_dtype == plan::DType::F32;
+    return g;
+  }
+  case plan::OpKind::MoeGroupedQLinear:
+    grouped(*op.params.AsMoeGroupedQLinearParams());
+    return g;
+  case plan::OpKind::MoeGroupedLinear:
+    grouped(*op.params.AsMoeGroupedLinearParams());
+    return g;
+  default:
+    return Error("op '" + op.name + "' (" + plan::EnumNameOpKind(op.kind) + ") is not a GEMM");
+  }
+}
 
 Result<std::vector<PlannedLaunch>>
 planLaunches(const OpInfo &op, const std::vector<Variant> &variants, const ProgramInfo &program,
              const TargetInfo &target, KernelRegistry &registry) {
   Context c{op, program, target, registry};
-  const KindInfo *kind = nullptr;
-  for (const KindInfo &k : kKinds)
-    if (op.kind == k.kind)
-      kind = &k;
-  if (!kind)
-    return c.error("unknown op kind");
-  if (op.operands.size() < kind->minOperands || op.operands.size() > kind->maxOperands)
+  const plan::ops::OpDesc *desc = plan::ops::opByValue(static_cast<uint16_t>(op.kind));
+  if (!desc)
+    return Error("op '" + op.name + "': unknown op kind " +
+                 std::to_string(static_cast<int>(op.kind)));
+  if (op.operands.size() != desc->minOperands() && op.operands.size() != desc->maxOperands())
     return c.error(std::to_string(op.operands.size()) + " operands");
-  if (op.kind == "AllReduce" || op.kind == "AllGather")
+  if (op.params.type != plan::paramsTypeOf(op.kind) || !op.params.value)
+    return c.error(std::string("params of type ") + plan::EnumNameOpParams(op.params.type) +
+                   " (expected " + std::string(desc->name) + "Params)");
+  if (op.kind == plan::OpKind::AllReduce || op.kind == plan::OpKind::AllGather)
     return std::vector<PlannedLaunch>{};
   if (variants.empty())
     return c.error("no kernel was selected for it (run --volt-select-kernels for a GPU target)");
   std::vector<PlannedLaunch> launches;
   for (const Variant &v : variants) {
     Result<PlannedLaunch> l = Error("");
-    if (op.kind == "Embedding")
+    switch (op.kind) {
+    case plan::OpKind::Embedding:
       l = embedding(c, v);
-    else if (op.kind == "RmsNorm" || op.kind == "AddRmsNorm")
-      l = rmsNorm(c, v, op.kind == "AddRmsNorm");
-    else if (op.kind == "Linear" || op.kind == "QLinear")
+      break;
+    case plan::OpKind::RmsNorm:
+    case plan::OpKind::AddRmsNorm:
+      l = rmsNorm(c, v, op.kind == plan::OpKind::AddRmsNorm);
+      break;
+    case plan::OpKind::Linear:
+    case plan::OpKind::QLinear:
       l = linear(c, v);
-    else if (op.kind == "QkNormRope")
+      break;
+    case plan::OpKind::QkNormRope:
       l = qkNormRope(c, v);
-    else if (op.kind == "Attention")
+      break;
+    case plan::OpKind::Attention:
       l = v.kernel == "paged_attention_tiled" ? tiledAttention(c, v) : attention(c, v);
-    else if (op.kind == "SiluMul")
+      break;
+    case plan::OpKind::SiluMul:
       l = siluMul(c, v);
-    else if (op.kind == "MoeRouter")
+      break;
+    case plan::OpKind::MoeRouter:
       l = moeRouter(c, v);
-    else if (op.kind == "MoeAlign")
+      break;
+    case plan::OpKind::MoeAlign:
       l = moeAlign(c, v);
-    else if (op.kind == "MoeGroupedQLinear" || op.kind == "MoeGroupedLinear")
+      break;
+    case plan::OpKind::MoeGroupedQLinear:
+    case plan::OpKind::MoeGroupedLinear:
       l = moeLinear(c, v);
-    else if (op.kind == "MoeCombine")
+      break;
+    case plan::OpKind::MoeCombine:
       l = moeCombine(c, v);
-    else if (op.kind == "SigmoidGateAdd")
+      break;
+    case plan::OpKind::SigmoidGateAdd:
       l = sigmoidGateAdd(c, v);
-    else if (op.kind == "GatherRows")
+      break;
+    case plan::OpKind::GatherRows:
       l = gatherRows(c, v);
+      break;
+    case plan::OpKind::AllReduce:
+    case plan::OpKind::AllGather:
+      break;
+    }
     if (!l)
       return l.error();
     launches.push_back(std::move(*l));

@@ -9,13 +9,16 @@
 // order per OpKind (runtime/schema/plan.fbs) and each template's signature.
 //
 // Plain structs in and out: the vexec adapter (PlanKernels.h) and the
-// tests fill them; nothing here sees MLIR or the FlatBuffer.
+// tests fill them; nothing here sees MLIR. An op's params are the plan's
+// typed params table of its kind (flatc's object API of ops.fbs, generated
+// from runtime/schema/Ops.def).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "compiler/codegen/BuildKernels.h"
 #include "compiler/codegen/KernelSource.h"
+#include "runtime/schema/PlanFormat.h"
 #include "runtime/support/Status.h"
 
 #include <cstdint>
@@ -53,28 +56,29 @@ struct OperandInfo {
   bool nvfp4 = false;
 };
 
-/// OpParams, by the plan's field names.
-struct OpParamValues {
-  int64_t dim = 0, outFeatures = 0;
-  float eps = 1e-6f;
-  int64_t vocabStart = 0, vocabRows = 0;
-  int64_t numHeads = 0, numKvHeads = 0, headDim = 0;
-  float ropeTheta = 10000.0f;
-  int64_t layer = 0;
-  int64_t numExperts = 0, topK = 0;
-  bool renormalize = false, gatherTokens = false, accumulate = false;
-  bool outF32 = false;
-  bool siluEpilogue = false;
-};
-
 struct OpInfo {
-  /// The plan OpKind's name ("QLinear").
-  std::string kind;
+  plan::OpKind kind = plan::OpKind::Embedding;
   /// Where the op comes from, for messages.
   std::string name;
   std::vector<OperandInfo> operands;
-  OpParamValues params;
+  /// The params table of `kind` (planLaunches refuses another).
+  plan::OpParamsUnion params;
 };
+
+/// What the params of a GEMM kind (Linear, QLinear, MoeGroupedQLinear,
+/// MoeGroupedLinear) say, in one shape: K, N, the SiluMul epilogue, an
+/// FP32 output, and for the grouped kinds the experts, k and whether the
+/// input rows are tokens.
+struct GemmParams {
+  int64_t k = 0, n = 0;
+  bool silu = false, outF32 = false;
+  int64_t experts = 0, topK = 0;
+  bool gatherTokens = false;
+};
+
+/// The GEMM params of `op`; an error for other kinds or params of another
+/// kind.
+Result<GemmParams> gemmParams(const OpInfo &op);
 
 /// One kernel variant as kernel selection recorded it.
 struct Variant {

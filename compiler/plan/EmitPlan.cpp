@@ -3,8 +3,7 @@
 
 #include "compiler/codegen/vexec/PlanKernels.h"
 #include "compiler/pack/WeightPacker.h"
-#include "dialects/Vexec/OpKinds.h"
-#include "dialects/Vexec/VexecOps.h"
+#include "dialects/Vexec/VexecPlan.h"
 #include "dialects/Volt/VoltDialect.h"
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/schema/PlanFormat.h"
@@ -52,40 +51,14 @@ DType dtypeOf(Type t) {
   return DType::F16;
 }
 
-/// The step program of the module, in the order the plan lists it.
-struct Program {
-  SmallVector<vx::LaunchOp> launches;
-  SmallVector<vx::AllocOp> allocs;
-  SmallVector<vx::WeightOp> weights;
-  llvm::DenseMap<Value, Operand> operands;
-};
-
-Result<Program> collect(func::FuncOp step) {
-  Program p;
-  for (Operation &op : step.getBody().front()) {
-    if (auto in = dyn_cast<vx::InputOp>(op)) {
-      uint32_t index = 0;
-      for (; index < std::size(vx::kStepInputs); ++index)
-        if (vx::kStepInputs[index] == std::string_view(in.getName()))
-          break;
-      p.operands[in] = Operand(OperandKind::Input, index);
-    } else if (auto out = dyn_cast<vx::OutputOp>(op)) {
-      p.operands[out] = Operand(OperandKind::Output, 0);
-    } else if (auto kv = dyn_cast<vx::KvCacheOp>(op)) {
-      p.operands[kv] = Operand(OperandKind::KvCache, static_cast<uint32_t>(kv.getLayer()));
-    } else if (auto w = dyn_cast<vx::WeightOp>(op)) {
-      p.operands[w] = Operand(OperandKind::Weight, static_cast<uint32_t>(p.weights.size()));
-      p.weights.push_back(w);
-    } else if (auto a = dyn_cast<vx::AllocOp>(op)) {
-      if (!a.getOffset())
-        return Error("internal error: buffer '" + a.getName().str() +
-                     "' has no offset (run --vexec-plan-memory)");
-      p.operands[a] = Operand(OperandKind::Arena, static_cast<uint32_t>(p.allocs.size()));
-      p.allocs.push_back(a);
-    } else if (auto l = dyn_cast<vx::LaunchOp>(op)) {
-      p.launches.push_back(l);
-    }
-  }
+/// The step program of the module, in the order the plan lists it, with
+/// every buffer placed.
+Result<vx::StepProgram> collect(func::FuncOp step) {
+  VOLT_ASSIGN_OR_RETURN(vx::StepProgram p, vx::collectStep(step));
+  for (vx::AllocOp a : p.allocs)
+    if (!a.getOffset())
+      return Error("internal error: buffer '" + a.getName().str() +
+                   "' has no offset (run --vexec-plan-memory)");
   return p;
 }
 
@@ -108,43 +81,6 @@ pack::WeightSpec specOf(vx::WeightOp w) {
       s.shards.push_back({shard.getDim(), shard.getParts(), shard.getReplicas()});
     }
   return s;
-}
-
-/// OpParams of a launch on `rank`.
-fb::Offset<OpParams> paramsOf(fb::FlatBufferBuilder &b, vx::LaunchOp l, uint32_t rank) {
-  DictionaryAttr d = l.getParams();
-  auto u = [&](StringRef name) { return static_cast<uint32_t>(intOf(d, name)); };
-  auto f = [&](StringRef name, float fallback) {
-    auto a = d.getAs<FloatAttr>(name);
-    return a ? static_cast<float>(a.getValueAsDouble()) : fallback;
-  };
-  auto flag = [&](StringRef name) {
-    auto a = d.getAs<BoolAttr>(name);
-    return a && a.getValue();
-  };
-  auto outDtype = d.getAs<StringAttr>("out_dtype");
-  auto epilogue = d.getAs<StringAttr>("epilogue");
-  OpParamsBuilder p(b);
-  p.add_dim(u("dim"));
-  p.add_out_features(u("out_features"));
-  p.add_eps(f("eps", 1e-6f));
-  p.add_vocab_rows(u("vocab_rows"));
-  if (flag("vocab_parallel"))
-    p.add_vocab_start(rank * u("vocab_rows"));
-  p.add_num_heads(u("num_heads"));
-  p.add_num_kv_heads(u("num_kv_heads"));
-  p.add_head_dim(u("head_dim"));
-  p.add_rope_theta(f("rope_theta", 10000.0f));
-  p.add_layer(u("layer"));
-  p.add_num_experts(u("num_experts"));
-  p.add_top_k(u("top_k"));
-  p.add_renormalize(flag("renormalize"));
-  p.add_gather_tokens(flag("gather_tokens"));
-  p.add_accumulate(flag("accumulate"));
-  p.add_out_dtype(outDtype && outDtype.getValue() == "f32" ? DType::F32 : DType::F16);
-  p.add_epilogue(epilogue && epilogue.getValue() == "silu_mul" ? Epilogue::SiluMul
-                                                                : Epilogue::None);
-  return p.Finish();
 }
 
 /// Token ids that end generation: generation_config.json's eos_token_id,
@@ -241,8 +177,7 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     folder = ".";
 
   // Liveness for inspection: the ops that use each buffer.
-  std::vector<std::pair<uint32_t, uint32_t>> live(program->allocs.size(),
-                                                  {UINT32_MAX, 0});
+  std::vector<std::pair<uint32_t, uint32_t>> live(program->allocs.size(), {UINT32_MAX, 0});
   for (uint32_t i = 0; i < program->launches.size(); ++i)
     for (Value v : program->launches[i].getOperands_()) {
       Operand o = program->operands.lookup(v);
@@ -259,12 +194,12 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     std::filesystem::path packPath = folder / packFileName(r);
     if (options.log)
       options.log("writing " + packPath.string());
-    auto packed = pack::writePack(*model.checkpoint, specs, static_cast<int>(r), packPath,
-                                  [&](uint64_t done, uint64_t total) {
-                                    if (options.log && total > (1ull << 30))
-                                      options.log("  " + formatBytes(done) + " of " +
-                                                  formatBytes(total));
-                                  });
+    auto packed =
+        pack::writePack(*model.checkpoint, specs, static_cast<int>(r), packPath,
+                        [&](uint64_t done, uint64_t total) {
+                          if (options.log && total > (1ull << 30))
+                            options.log("  " + formatBytes(done) + " of " + formatBytes(total));
+                        });
     if (!packed)
       return packed.error();
 
@@ -274,20 +209,19 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
       std::vector<Operand> operands;
       for (Value v : l.getOperands_())
         operands.push_back(program->operands.lookup(v));
-      auto kind = vx::opKindIndex(std::string_view(l.getKind()));
-      ops.push_back(CreateOp(b, static_cast<OpKind>(*kind), b.CreateVectorOfStructs(operands),
-                             paramsOf(b, l, r), gpu ? gpu->writeLaunches(b, r, i) : 0,
+      OpParamsUnion params = vx::launchParams(l);
+      ops.push_back(CreateOp(b, vx::launchKind(l), b.CreateVectorOfStructs(operands), params.type,
+                             params.Pack(b), gpu ? gpu->writeLaunches(b, r, i) : 0,
                              b.CreateString(l.getName().str())));
     }
     std::vector<fb::Offset<Buffer>> buffers;
     for (size_t i = 0; i < program->allocs.size(); ++i) {
       vx::AllocOp a = program->allocs[i];
       uint64_t bytes = static_cast<uint64_t>(a.getPerTokenBytes() * maxTokens + a.getFixedBytes());
-      buffers.push_back(CreateBuffer(b, b.CreateString(a.getName().str()), dtypeOf(a.getDtype()),
-                                     static_cast<uint64_t>(*a.getOffset()), bytes,
-                                     static_cast<uint64_t>(a.getPerTokenBytes()),
-                                     static_cast<uint64_t>(a.getFixedBytes()), live[i].first,
-                                     live[i].second));
+      buffers.push_back(CreateBuffer(
+          b, b.CreateString(a.getName().str()), dtypeOf(a.getDtype()),
+          static_cast<uint64_t>(*a.getOffset()), bytes, static_cast<uint64_t>(a.getPerTokenBytes()),
+          static_cast<uint64_t>(a.getFixedBytes()), live[i].first, live[i].second));
     }
     std::vector<fb::Offset<WeightEntry>> weights;
     for (size_t i = 0; i < program->weights.size(); ++i) {
@@ -299,23 +233,22 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
       if (auto g = w.getGlobalScales())
         scales.assign(g->begin(), g->end());
       bool nvfp4 = w.getLayout() == "nvfp4";
-      weights.push_back(CreateWeightEntry(
-          b, b.CreateString(w.getName().str()),
-          nvfp4 ? WeightLayout::Nvfp4RowMajor : WeightLayout::Dense, dtypeOf(w.getDtype()),
-          b.CreateVector(shape), e.offset, e.bytes, e.scalesOffset, b.CreateVector(partRows),
-          b.CreateVector(scales), e.checksum));
+      weights.push_back(CreateWeightEntry(b, b.CreateString(w.getName().str()),
+                                          nvfp4 ? WeightLayout::Nvfp4RowMajor : WeightLayout::Dense,
+                                          dtypeOf(w.getDtype()), b.CreateVector(shape), e.offset,
+                                          e.bytes, e.scalesOffset, b.CreateVector(partRows),
+                                          b.CreateVector(scales), e.checksum));
     }
     auto packInfo = CreateWeightPack(b, b.CreateString(packFileName(r)), packed->fileBytes,
                                      packed->fileChecksum);
-    uint64_t kvOffset = static_cast<uint64_t>(intOf(memory, "arena_bytes") +
-                                              intOf(memory, "workspace_bytes"));
-    auto kv = CreateKvCache(
-        b, DType::F16, static_cast<uint32_t>(intOf(memory, "kv_layers")),
-        static_cast<uint32_t>(intOf(memory, "kv_blocks")),
-        static_cast<uint32_t>(intOf(memory, "kv_block_size")),
-        static_cast<uint32_t>(intOf(memory, "kv_heads")),
-        static_cast<uint32_t>(intOf(memory, "head_dim")), kvOffset,
-        static_cast<uint64_t>(intOf(memory, "kv_bytes")));
+    uint64_t kvOffset =
+        static_cast<uint64_t>(intOf(memory, "arena_bytes") + intOf(memory, "workspace_bytes"));
+    auto kv = CreateKvCache(b, DType::F16, static_cast<uint32_t>(intOf(memory, "kv_layers")),
+                            static_cast<uint32_t>(intOf(memory, "kv_blocks")),
+                            static_cast<uint32_t>(intOf(memory, "kv_block_size")),
+                            static_cast<uint32_t>(intOf(memory, "kv_heads")),
+                            static_cast<uint32_t>(intOf(memory, "head_dim")), kvOffset,
+                            static_cast<uint64_t>(intOf(memory, "kv_bytes")));
     uint64_t deviceBytes = static_cast<uint64_t>(
         intOf(memory, "cuda_context_bytes") + intOf(memory, "nccl_bytes") +
         static_cast<int64_t>(packed->fileBytes) + intOf(memory, "arena_bytes") +
@@ -331,9 +264,8 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   std::vector<int32_t> eos = eosTokenIds(model.dir);
   auto modelInfo = CreateModelInfo(
       b, b.CreateString(model::familyArchitecture(model.config.family)), u32("vocab_size"),
-      u32("hidden_size"), u32("num_layers"), u32("num_heads"), u32("num_kv_heads"),
-      u32("head_dim"), u32("num_experts"), u32("top_k"), u32("max_position_embeddings"),
-      b.CreateVector(eos));
+      u32("hidden_size"), u32("num_layers"), u32("num_heads"), u32("num_kv_heads"), u32("head_dim"),
+      u32("num_experts"), u32("top_k"), u32("max_position_embeddings"), b.CreateVector(eos));
   auto limits = CreateLimits(b, static_cast<uint32_t>(intOf(deployment, "max_model_len")),
                              static_cast<uint32_t>(intOf(deployment, "max_num_seqs")),
                              static_cast<uint32_t>(maxTokens),
@@ -343,23 +275,21 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   std::string skuText;
   if (auto builtin = spec::builtinSkuText(spec.sku.name))
     skuText = std::string(*builtin);
-  std::string servedName = spec.servedModelName.empty() ? model.dir.filename().string()
-                                                        : spec.servedModelName;
+  std::string servedName =
+      spec.servedModelName.empty() ? model.dir.filename().string() : spec.servedModelName;
   auto kernels = gpu ? gpu->writeKernels(b) : b.CreateVector(std::vector<fb::Offset<Kernel>>{});
   auto util = deployment.getAs<FloatAttr>("gpu_memory_utilization");
-  auto budget = CreateMemoryBudget(
-      b, static_cast<uint64_t>(intOf(memory, "device_bytes")),
-      static_cast<uint64_t>(intOf(memory, "budget_bytes")),
-      static_cast<uint64_t>(intOf(memory, "cuda_context_bytes")),
-      static_cast<uint64_t>(intOf(memory, "nccl_bytes")),
-      util ? static_cast<float>(util.getValueAsDouble()) : 0.0f);
-  auto plan = CreatePlan(b, kFormatVersion, b.CreateString("voltc 0.1.0"),
-                         b.CreateString(*specText), b.CreateString(spec.sku.name),
-                         b.CreateString(skuText), b.CreateString(arch),
-                         b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16,
-                         modelInfo, limits, tokenizer, kernels,
-                         b.CreateVector(ranks), spec.seed, spec.enablePrefixCaching, budget,
-                         gpu ? gpu->writeSampler(b) : 0);
+  auto budget = CreateMemoryBudget(b, static_cast<uint64_t>(intOf(memory, "device_bytes")),
+                                   static_cast<uint64_t>(intOf(memory, "budget_bytes")),
+                                   static_cast<uint64_t>(intOf(memory, "cuda_context_bytes")),
+                                   static_cast<uint64_t>(intOf(memory, "nccl_bytes")),
+                                   util ? static_cast<float>(util.getValueAsDouble()) : 0.0f);
+  auto plan =
+      CreatePlan(b, kFormatVersion, b.CreateString("voltc 0.1.0"), b.CreateString(*specText),
+                 b.CreateString(spec.sku.name), b.CreateString(skuText), b.CreateString(arch),
+                 b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16, modelInfo,
+                 limits, tokenizer, kernels, b.CreateVector(ranks), spec.seed,
+                 spec.enablePrefixCaching, budget, gpu ? gpu->writeSampler(b) : 0);
   FinishPlanBuffer(b, plan);
 
   std::filesystem::path tmp = options.output;

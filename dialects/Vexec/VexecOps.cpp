@@ -1,7 +1,8 @@
 //===- VexecOps.cpp - verifiers of the vexec ops -------------------------===//
 #include "dialects/Vexec/VexecOps.h"
 
-#include "dialects/Vexec/OpKinds.h"
+#include "dialects/Vexec/VexecPlan.h"
+#include "runtime/schema/Ops.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -10,21 +11,48 @@ using namespace mlir;
 using namespace volt::vexec;
 
 namespace {
-template <size_t N>
-LogicalResult checkName(Operation *op, StringRef name, const std::string_view (&valid)[N]) {
-  for (std::string_view v : valid)
-    if (std::string_view(name) == v)
-      return success();
-  std::string list;
-  for (std::string_view v : valid)
-    list += (list.empty() ? "" : ", ") + std::string(v);
-  return op->emitOpError() << "unknown name '" << name << "' (valid: " << list << ")";
+
+namespace ops = volt::plan::ops;
+
+/// Whether `value` is a valid attribute for a param of `type`.
+bool fits(const ops::ParamDesc &param, Attribute value) {
+  switch (param.type) {
+  case ops::ParamType::U32: {
+    auto i = dyn_cast<IntegerAttr>(value);
+    return i && !isa<BoolAttr>(value) && i.getType().isSignlessInteger(64) && i.getInt() >= 0 &&
+           i.getInt() <= int64_t{UINT32_MAX};
+  }
+  case ops::ParamType::F32:
+    return isa<FloatAttr>(value);
+  case ops::ParamType::Bool:
+    return isa<BoolAttr>(value);
+  case ops::ParamType::DType: {
+    auto s = dyn_cast<StringAttr>(value);
+    return s && irNamed<volt::plan::DType>(s.getValue());
+  }
+  case ops::ParamType::Epilogue: {
+    auto s = dyn_cast<StringAttr>(value);
+    return s && irNamed<volt::plan::Epilogue>(s.getValue());
+  }
+  }
+  return false;
 }
+
 } // namespace
 
-LogicalResult InputOp::verify() { return checkName(*this, getName(), kStepInputs); }
+LogicalResult InputOp::verify() {
+  if (!irNamed<volt::plan::StepInput>(getName()))
+    return emitOpError() << "unknown name '" << getName()
+                         << "' (valid: " << irNames<volt::plan::StepInput>() << ")";
+  return success();
+}
 
-LogicalResult OutputOp::verify() { return checkName(*this, getName(), kStepOutputs); }
+LogicalResult OutputOp::verify() {
+  if (!irNamed<volt::plan::StepOutput>(getName()))
+    return emitOpError() << "unknown name '" << getName()
+                         << "' (valid: " << irNames<volt::plan::StepOutput>() << ")";
+  return success();
+}
 
 LogicalResult WeightOp::verify() {
   if (getLayout() != "dense" && getLayout() != "nvfp4")
@@ -50,21 +78,49 @@ LogicalResult AllocOp::verify() {
 }
 
 LogicalResult LaunchOp::verify() {
-  auto index = opKindIndex(std::string_view(getKind()));
-  if (!index) {
+  const ops::OpDesc *desc = ops::opByName(std::string_view(getKind()));
+  if (!desc) {
     std::string list;
-    for (const OpKindInfo &k : kOpKinds)
+    for (const ops::OpDesc &k : ops::allOps())
       list += (list.empty() ? "" : ", ") + std::string(k.name);
     return emitOpError() << "unknown kind '" << getKind() << "' (valid: " << list << ")";
   }
-  const OpKindInfo &info = kOpKinds[*index];
+  const std::string what = "'" + getKind().str() + "' ('" + getName().str() + "')";
   unsigned n = getOperands_().size();
-  if (n < info.minOperands || n > info.maxOperands)
-    return emitOpError() << "'" << getKind() << "' takes " << info.minOperands
-                         << (info.maxOperands != info.minOperands
-                                 ? " to " + std::to_string(info.maxOperands)
+  if (n != desc->minOperands() && n != desc->maxOperands()) {
+    std::string names;
+    for (const ops::OperandDesc &o : desc->operands)
+      names += (names.empty() ? "" : ", ") + std::string(o.name) +
+               (o.role == ops::Role::Optional ? "?" : "");
+    return emitOpError() << what << " takes " << desc->minOperands()
+                         << (desc->maxOperands() != desc->minOperands()
+                                 ? " or " + std::to_string(desc->maxOperands())
                                  : std::string())
-                         << " operands, found " << n;
+                         << " operands (" << names << "), found " << n;
+  }
+  DictionaryAttr params = getParams();
+  for (NamedAttribute p : params) {
+    const ops::ParamDesc *param = desc->param(std::string_view(p.getName().getValue()));
+    if (!param) {
+      std::string valid;
+      for (const ops::ParamDesc &q : desc->params)
+        valid += (valid.empty() ? "" : ", ") + std::string(q.name);
+      return emitOpError() << what << " has no param '" << p.getName().getValue()
+                           << "' (its params: " << valid << ")";
+    }
+    if (!fits(*param, p.getValue())) {
+      std::string names =
+          param->type == ops::ParamType::DType      ? " (" + irNames<volt::plan::DType>() + ")"
+          : param->type == ops::ParamType::Epilogue ? " (" + irNames<volt::plan::Epilogue>() + ")"
+                                                    : std::string();
+      return emitOpError() << what << " param '" << param->name << "': expected "
+                           << ops::describeType(param->type) << names << ", found " << p.getValue();
+    }
+  }
+  for (const ops::ParamDesc &param : desc->params)
+    if (param.required() && !params.get(StringRef(param.name.data(), param.name.size())))
+      return emitOpError() << what << " lacks its param '" << param.name << "' ("
+                           << ops::describeType(param.type) << ")";
   for (Attribute k : getKernels())
     if (!isa<DictionaryAttr>(k))
       return emitOpError() << "kernels must be dictionaries";

@@ -94,10 +94,16 @@ def Vexec_LaunchOp : Vexec_Op<"launch", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "Runs one op of the step program.";
   let description = [{
     `kind` is the plan's OpKind (the computation), `operands` follow the
-    order OpKind documents, `params` holds the OpParams fields by their plan
+    order the kind lists, `params` holds the kind's params by their plan
     names, and `kernels` the GPU variants chosen for the SKU (each a
     dictionary with `max_tokens`, `kernel` and its configuration; empty on
     the cpu target). `name` says where the op comes from.
+
+    The kinds, their operands and their params are defined once, in
+    `runtime/schema/Ops.def` (reference: `docs/reference/plan-ops.md`). The
+    verifier refuses an unknown kind, a wrong operand count, and a param
+    that is missing (where the kind has no default for it), unknown or of
+    the wrong type, naming the op.
 
     ```mlir
     vexec.launch "QLinear" (%h, %w, %qkv) {name = "model.layers.0.self_attn.qkv",

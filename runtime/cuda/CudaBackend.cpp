@@ -225,7 +225,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
           rows = b->per_token_bytes() == 0 ? maxSeqs : maxTokens;
           elem = dtypeBytes(b->dtype());
         }
-        gatherBytes = std::max(gatherBytes, rows * op->params()->dim() * elem * ranks);
+        gatherBytes =
+            std::max(gatherBytes, rows * op->params_as_AllGatherParams()->dim() * elem * ranks);
       }
     std::span<const uint8_t> pack = loaded.pack(r);
     const uint64_t weightBytes = pr->pack()->bytes();

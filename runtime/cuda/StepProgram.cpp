@@ -74,7 +74,7 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
       a.kind = StepAction::Kind::AllReduce;
       VOLT_ASSIGN_OR_RETURN(a.src, address(*first));
       a.dst = a.src;
-      a.count = rows(first) * op->params()->dim();
+      a.count = rows(first) * op->params_as_AllReduceParams()->dim();
       a.ncclType = dtype(first) == plan::DType::F32 ? kNcclFloat32 : kNcclFloat16;
       actions.push_back(std::move(a));
       continue;
@@ -86,7 +86,7 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
       const plan::Operand *out = op->operands()->Get(1);
       VOLT_ASSIGN_OR_RETURN(uint64_t in, address(*first));
       VOLT_ASSIGN_OR_RETURN(uint64_t dst, address(*out));
-      const uint64_t n = rows(first), cols = op->params()->dim();
+      const uint64_t n = rows(first), cols = op->params_as_AllGatherParams()->dim();
       const uint64_t elem = dtypeBytes(dtype(first)), ranks = rank.ranks;
       a.kind = StepAction::Kind::AllGather;
       a.src = in;

@@ -370,11 +370,12 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
   for (const plan::Op *op : *rank->ops()) {
     auto ops = op->operands();
     auto at = [&](unsigned i) { return ops->Get(i); };
-    const plan::OpParams *pm = op->params();
     unsigned n = ops->size();
     switch (op->kind()) {
     case OpKind::Embedding: {
-      cpu::EmbeddingParams e{T, pm->dim(), pm->vocab_start(),
+      const auto *pm = op->params_as_EmbeddingParams();
+      cpu::EmbeddingParams e{T, pm->dim(),
+                             plan::vocabStart(pm->vocab_rows(), pm->vocab_parallel(), rs.index),
                              pm->vocab_rows() ? pm->vocab_rows() : weight(at(1))->shape()->Get(0)};
       if (dtype(at(2)) == cpu::DType::F16) {
         cpu::embedding(e, i32(at(0)), f16(at(1)), f16(at(2)), pool);
@@ -388,19 +389,26 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
         out[i] = halfToFloat(rs.scratch[i]);
       break;
     }
-    case OpKind::RmsNorm:
+    case OpKind::RmsNorm: {
+      const auto *pm = op->params_as_RmsNormParams();
       cpu::rmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0))}, pointer(at(0)), f16(at(1)),
                    f16(at(2)), pool);
       break;
-    case OpKind::AddRmsNorm:
+    }
+    case OpKind::AddRmsNorm: {
+      const auto *pm = op->params_as_AddRmsNormParams();
       cpu::addRmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0)), dtype(at(1))},
                       pointer(at(0)), pointer(at(1)), f16(at(2)), f16(at(3)), pool);
       break;
-    case OpKind::Linear:
+    }
+    case OpKind::Linear: {
+      const auto *pm = op->params_as_LinearParams();
       cpu::linear({rows(at(0)), pm->dim(), pm->out_features(), cpuDtype(pm->out_dtype())},
                   f16(at(0)), f16(at(1)), n == 4 ? f16(at(2)) : nullptr, pointer(at(n - 1)), pool);
       break;
+    }
     case OpKind::QLinear: {
+      const auto *pm = op->params_as_QLinearParams();
       cpu::QLinearParams q;
       q.tokens = rows(at(0));
       q.inFeatures = pm->dim();
@@ -413,13 +421,16 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
                    pool);
       break;
     }
-    case OpKind::QkNormRope:
+    case OpKind::QkNormRope: {
+      const auto *pm = op->params_as_QkNormRopeParams();
       cpu::qkNormRope(
           {T, pm->num_heads(), pm->num_kv_heads(), pm->head_dim(), pm->rope_theta(), pm->eps()},
           f16(at(0)), i32(at(1)), n == 4 ? f16(at(2)) : nullptr, n == 4 ? f16(at(3)) : nullptr,
           pool);
       break;
+    }
     case OpKind::Attention: {
+      const auto *pm = op->params_as_AttentionParams();
       uint64_t layer = at(1)->index();
       cpu::PagedKvCache cache{rs.keys.data() + layer * rs.layerElements,
                               rs.values.data() + layer * rs.layerElements, kv->num_blocks(),
@@ -430,17 +441,23 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       break;
     }
     case OpKind::SiluMul:
-      cpu::siluMul({rows(at(0)), pm->dim()}, f16(at(0)), f16(at(1)), pool);
+      cpu::siluMul({rows(at(0)), op->params_as_SiluMulParams()->dim()}, f16(at(0)), f16(at(1)),
+                   pool);
       break;
-    case OpKind::MoeRouter:
+    case OpKind::MoeRouter: {
+      const auto *pm = op->params_as_MoeRouterParams();
       cpu::moeRouter({T, pm->num_experts(), pm->top_k(), pm->renormalize()},
                      reinterpret_cast<const float *>(pointer(at(0))), i32(at(1)),
                      reinterpret_cast<float *>(pointer(at(2))), pool);
       break;
-    case OpKind::MoeAlign:
+    }
+    case OpKind::MoeAlign: {
+      const auto *pm = op->params_as_MoeAlignParams();
       cpu::moeAlign({T, pm->top_k(), pm->num_experts()}, i32(at(0)), i32(at(1)), i32(at(2)));
       break;
+    }
     case OpKind::MoeGroupedQLinear: {
+      const auto *pm = op->params_as_MoeGroupedQLinearParams();
       cpu::MoeGroupedQLinearParams q;
       q.tokens = T;
       q.topK = pm->top_k();
@@ -455,6 +472,7 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       break;
     }
     case OpKind::MoeGroupedLinear: {
+      const auto *pm = op->params_as_MoeGroupedLinearParams();
       cpu::MoeGroupedLinearParams q;
       q.tokens = T;
       q.topK = pm->top_k();
@@ -466,25 +484,29 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
       cpu::moeGroupedLinear(q, f16(at(0)), i32(at(1)), i32(at(2)), f16(at(3)), f16(at(4)), pool);
       break;
     }
-    case OpKind::MoeCombine:
+    case OpKind::MoeCombine: {
+      const auto *pm = op->params_as_MoeCombineParams();
       cpu::moeCombine({T, pm->top_k(), pm->dim(), pm->accumulate()}, f16(at(0)), i32(at(1)),
                       reinterpret_cast<const float *>(pointer(at(2))), f16(at(3)), pool);
       break;
+    }
     case OpKind::SigmoidGateAdd:
-      cpu::sigmoidGateAdd({rows(at(0)), pm->dim(), dtype(at(2))}, f16(at(0)), f16(at(1)),
-                          pointer(at(2)), pool);
+      cpu::sigmoidGateAdd({rows(at(0)), op->params_as_SigmoidGateAddParams()->dim(), dtype(at(2))},
+                          f16(at(0)), f16(at(1)), pointer(at(2)), pool);
       break;
     case OpKind::AllReduce:
       shared_->communicator->allReduce(static_cast<int>(rs.index), pointer(at(0)),
-                                       rows(at(0)) * pm->dim(), dtype(at(0)));
+                                       rows(at(0)) * op->params_as_AllReduceParams()->dim(),
+                                       dtype(at(0)));
       break;
     case OpKind::AllGather:
       shared_->communicator->allGather(static_cast<int>(rs.index), pointer(at(0)), pointer(at(1)),
-                                       rows(at(0)), pm->dim(), dtype(at(0)));
+                                       rows(at(0)), op->params_as_AllGatherParams()->dim(),
+                                       dtype(at(0)));
       break;
     case OpKind::GatherRows:
-      cpu::gatherRows({S, pm->dim(), dtype(at(0))}, pointer(at(0)), i32(at(1)), pointer(at(2)),
-                      pool);
+      cpu::gatherRows({S, op->params_as_GatherRowsParams()->dim(), dtype(at(0))}, pointer(at(0)),
+                      i32(at(1)), pointer(at(2)), pool);
       break;
     }
     if (observed)

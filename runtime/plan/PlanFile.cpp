@@ -1,10 +1,14 @@
 //===- PlanFile.cpp -------------------------------------------------------===//
 #include "runtime/plan/PlanFile.h"
 
+#include "runtime/schema/Ops.h"
+
 #include <xxhash.h>
 
 namespace volt::plan {
 namespace {
+
+namespace ops = volt::plan::ops;
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -82,8 +86,27 @@ Status checkConsistency(const Plan &p, const std::string &name) {
                      "' has its block scales outside the entry");
     }
     for (const Op *op : *r->ops()) {
+      const std::string opName = "op '" + (op->name() ? op->name()->str() : "?") + "'";
+      const ops::OpDesc *desc = ops::opByValue(static_cast<uint16_t>(op->kind()));
+      if (!desc)
+        return Error(where + ": " + opName + " has op kind " +
+                     std::to_string(static_cast<int>(op->kind())) +
+                     ", which this runtime does not know");
       if (!op->operands() || !op->params())
-        return Error(where + ": an op lacks operands or params");
+        return Error(where + ": " + opName + " (" + std::string(desc->name) +
+                     ") lacks its operands or params");
+      if (op->params_type() != paramsTypeOf(op->kind()))
+        return Error(where + ": " + opName + " (" + std::string(desc->name) + ") has params " +
+                     EnumNameOpParams(op->params_type()) + ", expected " + std::string(desc->name) +
+                     "Params");
+      if (op->operands()->size() != desc->minOperands() &&
+          op->operands()->size() != desc->maxOperands())
+        return Error(where + ": " + opName + " (" + std::string(desc->name) + ") has " +
+                     std::to_string(op->operands()->size()) + " operands, expected " +
+                     std::to_string(desc->minOperands()) +
+                     (desc->maxOperands() != desc->minOperands()
+                          ? " or " + std::to_string(desc->maxOperands())
+                          : std::string()));
       for (const Operand *o : *op->operands()) {
         bool ok = true;
         switch (o->kind()) {

@@ -8,11 +8,24 @@
 namespace volt::plan {
 
 /// The version this build reads and writes. Bump it on any change an older
-/// runtime would misread (plan.fbs's header says when).
-inline constexpr uint32_t kFormatVersion = 1;
+/// runtime would misread (plan.fbs's header says when). 2: typed params per
+/// op kind (the OpParams union of ops.fbs).
+inline constexpr uint32_t kFormatVersion = 2;
 
 /// Weight-pack entries start on this boundary.
 inline constexpr uint64_t kPackAlignment = 256;
+
+/// The first vocabulary row an Embedding's table holds on rank `rank`: a
+/// vocab-parallel table holds rows [rank * vocab_rows, (rank + 1) *
+/// vocab_rows), a replicated one all rows.
+inline uint32_t vocabStart(uint32_t vocabRows, bool vocabParallel, uint32_t rank) {
+  return vocabParallel ? rank * vocabRows : 0;
+}
+
+/// The params table type of op kind `kind` (Op.params_type).
+inline OpParams paramsTypeOf(OpKind kind) {
+  return static_cast<OpParams>(static_cast<uint16_t>(kind) + 1);
+}
 
 /// "weights.rank0.bin": the pack of rank `rank`, beside the plan file.
 inline std::string packFileName(uint32_t rank) {

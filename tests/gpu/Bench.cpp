@@ -57,7 +57,8 @@ void benchAttention(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &
                     int repeats) {
   const codegen::OpInfo &op = c.op.op;
   const codegen::ProgramInfo &program = c.program;
-  const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
+  const plan::AttentionParamsT &ap = *op.params.AsAttentionParams();
+  const int64_t hq = ap.num_heads, hkv = ap.num_kv_heads, d = ap.head_dim;
   const int64_t blockSize = program.kvBlockSize, maxBlocks = program.maxBlocksPerSeq;
   for (const AttentionRun &r :
        {AttentionRun{"decode", 1, 4000, 1}, AttentionRun{"decode", 1, 4000, 8},
@@ -205,12 +206,12 @@ int main(int argc, char **argv) {
   std::mt19937 rng(7);
   for (size_t c = 0; c < cases.size(); ++c) {
     const codegen::OpInfo &op = cases[c].op.op;
-    const bool moe = op.kind == "MoeGroupedQLinear";
-    if (op.kind == "Attention") {
+    const bool moe = op.kind == plan::OpKind::MoeGroupedQLinear;
+    if (op.kind == plan::OpKind::Attention) {
       benchAttention(g, cases[c], (*planned)[c], registry, copyGbps, peakTflops, repeats);
       continue;
     }
-    if (op.kind != "QLinear" && op.kind != "Linear" && !moe)
+    if (op.kind != plan::OpKind::QLinear && op.kind != plan::OpKind::Linear && !moe)
       continue;
     for (int tokens : {1, 8, 512}) {
       if (op.name.ends_with("lm_head") && tokens == 512)
@@ -218,8 +219,9 @@ int main(int argc, char **argv) {
       const PlannedLaunch *launch = launchFor((*planned)[c], tokens);
       if (!launch)
         continue;
-      const int64_t k = op.params.dim, n = op.params.outFeatures;
-      const int64_t columns = op.params.siluEpilogue ? n / 2 : n;
+      const codegen::GemmParams gp = *codegen::gemmParams(op);
+      const int64_t k = gp.k, n = gp.n;
+      const int64_t columns = gp.silu ? n / 2 : n;
       Bindings bindings;
       std::vector<DeviceBuffer> buffers;
       auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
@@ -237,7 +239,7 @@ int main(int argc, char **argv) {
       uint64_t expertsUsed = 1, rows = static_cast<uint64_t>(tokens);
       bool ok = true;
       if (moe) {
-        const int64_t e = op.params.numExperts, topK = op.params.topK;
+        const int64_t e = gp.experts, topK = gp.topK;
         std::vector<int32_t> ids;
         std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(e - 1));
         for (int t = 0; t < tokens; ++t) {
@@ -256,7 +258,7 @@ int main(int argc, char **argv) {
         for (size_t p = 0; p < ids.size(); ++p)
           order[static_cast<size_t>(next[static_cast<size_t>(ids[p])]++)] = static_cast<int32_t>(p);
         rows = ids.size();
-        const uint64_t inRows = op.params.gatherTokens ? static_cast<uint64_t>(tokens) : rows;
+        const uint64_t inRows = gp.gatherTokens ? static_cast<uint64_t>(tokens) : rows;
         ok = device(op.operands[0], inRows * k * 2, nullptr) &&
              device(op.operands[1], order.size() * 4, order.data()) &&
              device(op.operands[2], starts.size() * 4, starts.data()) &&
@@ -267,15 +269,14 @@ int main(int argc, char **argv) {
              device(op.operands[1], weightBytes(op.operands[1], 1) + 4096, nullptr);
         if (op.operands.size() == 4)
           ok = ok && device(op.operands[2], static_cast<size_t>(n * 2), nullptr);
-        ok = ok &&
-             device(op.operands.back(),
-                    static_cast<size_t>(tokens * columns * (op.params.outF32 ? 4 : 2)), nullptr);
+        ok = ok && device(op.operands.back(),
+                          static_cast<size_t>(tokens * columns * (gp.outF32 ? 4 : 2)), nullptr);
       }
       // Copies of the weights, launched in turn, so that at least 256 MiB
       // of them rotate: a GPU whose L2 holds one copy (an H200's 50 MB
       // holds most single projections) still streams them from memory.
       const OperandInfo &weight = moe ? op.operands[3] : op.operands[1];
-      const size_t weightSize = weightBytes(weight, moe ? op.params.numExperts : 1) + 4096;
+      const size_t weightSize = weightBytes(weight, moe ? gp.experts : 1) + 4096;
       const size_t copies =
           std::clamp<size_t>(((size_t{256} << 20) + weightSize - 1) / weightSize, 1, 64);
       std::vector<PreparedLaunch> prepared;
@@ -308,7 +309,7 @@ int main(int argc, char **argv) {
       }
       const uint64_t bytes = weightBytes(moe ? op.operands[3] : op.operands[1], expertsUsed) +
                              rows * static_cast<uint64_t>(k) * 2 +
-                             rows * static_cast<uint64_t>(columns) * (op.params.outF32 ? 4 : 2);
+                             rows * static_cast<uint64_t>(columns) * (gp.outF32 ? 4 : 2);
       const double seconds = *ms * 1e-3;
       const double gbps = bytes / seconds / 1e9;
       const double tflops = 2.0 * static_cast<double>(rows) * n * k / seconds / 1e12;

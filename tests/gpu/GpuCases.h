@@ -31,14 +31,14 @@ inline std::vector<GpuCase> gpuCases() {
     codegen::ProgramInfo program = programFor(model, tp);
     for (ModelOp &op : modelOps(model, tp)) {
       std::vector<int> tokens = {1, 8, 40, 512};
-      if (op.op.kind == "Attention")
+      if (op.op.kind == plan::OpKind::Attention)
         // A lone long decode, decodes split, a small mixed step
         // (paged_attention); prefill chunks mixed with decodes
         // (paged_attention_tiled, above max_num_seqs = 256).
         tokens = {1, 4, 100, 300, 2048};
-      else if (op.op.kind == "Embedding")
+      else if (op.op.kind == plan::OpKind::Embedding)
         tokens = {4, 300};
-      else if (op.op.name.ends_with("lm_head") || op.op.kind == "GatherRows")
+      else if (op.op.name.ends_with("lm_head") || op.op.kind == plan::OpKind::GatherRows)
         tokens = {1, 8};
       cases.push_back({std::move(op), program, tokens});
     }

@@ -155,12 +155,13 @@ int threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concu
 // ---- GEMMs -----------------------------------------------------------------
 
 void checkLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
-  std::mt19937 rng(static_cast<uint32_t>(tokens * 977 + op.params.outFeatures));
-  const bool quantized = op.kind == "QLinear";
+  const codegen::GemmParams g = *codegen::gemmParams(op);
+  std::mt19937 rng(static_cast<uint32_t>(tokens * 977 + g.n));
+  const bool quantized = op.kind == plan::OpKind::QLinear;
   const OperandInfo &in = op.operands[0], &w = op.operands[1], &out = op.operands.back();
   const bool bias = op.operands.size() == 4;
-  const int64_t k = op.params.dim, n = op.params.outFeatures;
-  const bool silu = op.params.siluEpilogue, f32 = op.params.outF32;
+  const int64_t k = g.k, n = g.n;
+  const bool silu = g.silu, f32 = g.outF32;
   const int rows = tokens; // per-sequence ops run with S = T here
   std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>(rows * k));
   std::vector<uint16_t> b = randomHalves(rng, static_cast<size_t>(n), 0.1f);
@@ -277,10 +278,11 @@ Routing route(std::mt19937 &rng, int64_t tokens, int64_t experts, int64_t k) {
 }
 
 void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
-  std::mt19937 rng(static_cast<uint32_t>(tokens * 131 + op.params.outFeatures));
-  const int64_t experts = op.params.numExperts, topK = op.params.topK;
-  const int64_t k = op.params.dim, n = op.params.outFeatures, pairs = tokens * topK;
-  const bool silu = op.params.siluEpilogue, gather = op.params.gatherTokens;
+  const codegen::GemmParams g = *codegen::gemmParams(op);
+  std::mt19937 rng(static_cast<uint32_t>(tokens * 131 + g.n));
+  const int64_t experts = g.experts, topK = g.topK;
+  const int64_t k = g.k, n = g.n, pairs = tokens * topK;
+  const bool silu = g.silu, gather = g.gatherTokens;
   const OperandInfo &w = op.operands[3];
   Routing r = route(rng, tokens, experts, topK);
   std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>((gather ? tokens : pairs) * k));
@@ -346,7 +348,8 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
 void checkAttention(const OpInfo &op, const codegen::ProgramInfo &program,
                     const PlannedLaunch &launch, const std::string &kernel, int tokens) {
   std::mt19937 rng(static_cast<uint32_t>(tokens));
-  const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
+  const plan::AttentionParamsT &ap = *op.params.AsAttentionParams();
+  const int64_t hq = ap.num_heads, hkv = ap.num_kv_heads, d = ap.head_dim;
   const int64_t blockSize = program.kvBlockSize, maxBlocks = program.maxBlocksPerSeq;
   // Decode: every token its own sequence with a long context. Larger
   // steps mix two decodes, a 65-token chunk from position 0 and the rest
@@ -477,13 +480,22 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   cpu::ThreadPool pool(threads());
   Buffers buffers;
   const std::string what = op.name + " at T = " + std::to_string(tokens);
-  const int64_t dim = op.params.dim;
+  using plan::OpKind;
+  const plan::OpParamsUnion &u = op.params;
+  const int64_t dim = op.kind == OpKind::Embedding        ? u.AsEmbeddingParams()->dim
+                      : op.kind == OpKind::RmsNorm        ? u.AsRmsNormParams()->dim
+                      : op.kind == OpKind::AddRmsNorm     ? u.AsAddRmsNormParams()->dim
+                      : op.kind == OpKind::SiluMul        ? u.AsSiluMulParams()->dim
+                      : op.kind == OpKind::SigmoidGateAdd ? u.AsSigmoidGateAddParams()->dim
+                      : op.kind == OpKind::GatherRows     ? u.AsGatherRowsParams()->dim
+                      : op.kind == OpKind::MoeCombine     ? u.AsMoeCombineParams()->dim
+                                                          : 0;
   auto run = [&] {
     Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, tokens);
     ASSERT_TRUE(ran.ok()) << ran.message();
   };
-  if (op.kind == "Embedding") {
-    const int64_t rows = op.params.vocabRows;
+  if (op.kind == OpKind::Embedding) {
+    const int64_t rows = u.AsEmbeddingParams()->vocab_rows;
     std::vector<uint16_t> table = randomHalves(rng, static_cast<size_t>(rows * dim));
     std::vector<int32_t> ids(static_cast<size_t>(tokens));
     std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(rows + 100));
@@ -496,8 +508,9 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
     run();
     EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
-  } else if (op.kind == "RmsNorm" || op.kind == "AddRmsNorm") {
-    const bool add = op.kind == "AddRmsNorm";
+  } else if (op.kind == OpKind::RmsNorm || op.kind == OpKind::AddRmsNorm) {
+    const bool add = op.kind == OpKind::AddRmsNorm;
+    const float eps = add ? u.AsAddRmsNormParams()->eps : u.AsRmsNormParams()->eps;
     const bool resF32 = add && op.operands[1].f32;
     std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(tokens * dim), 2.0f),
                           w = randomHalves(rng, static_cast<size_t>(dim));
@@ -510,11 +523,10 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     void *res = resF32 ? static_cast<void *>(wantRes32.data()) : wantRes16.data();
     if (add)
       cpu::addRmsNorm(
-          {tokens, dim, op.params.eps, cpu::DType::F16, resF32 ? cpu::DType::F32 : cpu::DType::F16},
+          {tokens, dim, eps, cpu::DType::F16, resF32 ? cpu::DType::F32 : cpu::DType::F16},
           in.data(), res, w.data(), want.data(), pool);
     else
-      cpu::rmsNorm({tokens, dim, op.params.eps, cpu::DType::F16}, in.data(), w.data(), want.data(),
-                   pool);
+      cpu::rmsNorm({tokens, dim, eps, cpu::DType::F16}, in.data(), w.data(), want.data(), pool);
     ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
     Result<DeviceBuffer> resBuffer = Error("");
     if (add)
@@ -530,8 +542,9 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     } else if (add) {
       EXPECT_TRUE(get<uint16_t>(*resBuffer, res16.size()) == wantRes16) << what << ": residual";
     }
-  } else if (op.kind == "QkNormRope") {
-    const int64_t hq = op.params.numHeads, hkv = op.params.numKvHeads, d = op.params.headDim;
+  } else if (op.kind == OpKind::QkNormRope) {
+    const plan::QkNormRopeParamsT &rp = *u.AsQkNormRopeParams();
+    const int64_t hq = rp.num_heads, hkv = rp.num_kv_heads, d = rp.head_dim;
     std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * (hq + 2 * hkv) * d));
     std::vector<uint16_t> qn = randomHalves(rng, static_cast<size_t>(d)),
                           kn = randomHalves(rng, static_cast<size_t>(d));
@@ -539,16 +552,16 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     for (int t = 0; t < tokens; ++t)
       positions[static_cast<size_t>(t)] = t * 331 % 40000;
     std::vector<uint16_t> want = qkv;
-    cpu::qkNormRope({tokens, hq, hkv, d, op.params.ropeTheta, op.params.eps}, want.data(),
-                    positions.data(), qn.data(), kn.data(), pool);
+    cpu::qkNormRope({tokens, hq, hkv, d, rp.rope_theta, rp.eps}, want.data(), positions.data(),
+                    qn.data(), kn.data(), pool);
     auto buffer = put(buffers, op.operands[0], qkv.data(), qkv.size() * 2);
     ASSERT_TRUE(put(buffers, op.operands[1], positions.data(), positions.size() * 4).ok());
     ASSERT_TRUE(put(buffers, op.operands[2], qn.data(), qn.size() * 2).ok());
     ASSERT_TRUE(put(buffers, op.operands[3], kn.data(), kn.size() * 2).ok());
     run();
     expectClose(get<uint16_t>(*buffer, want.size()), want, (d + 8) * std::ldexp(1.0, -22), what);
-  } else if (op.kind == "SiluMul" || op.kind == "SigmoidGateAdd") {
-    const bool silu = op.kind == "SiluMul";
+  } else if (op.kind == OpKind::SiluMul || op.kind == OpKind::SigmoidGateAdd) {
+    const bool silu = op.kind == OpKind::SiluMul;
     std::vector<uint16_t> a = randomHalves(rng, static_cast<size_t>(tokens * dim * (silu ? 2 : 1)));
     std::vector<uint16_t> v = randomHalves(rng, static_cast<size_t>(tokens * dim));
     std::vector<uint16_t> gate = randomHalves(rng, static_cast<size_t>(tokens));
@@ -568,7 +581,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     }
     run();
     expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
-  } else if (op.kind == "GatherRows") {
+  } else if (op.kind == OpKind::GatherRows) {
     const int64_t rows = tokens * 3;
     std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(rows * dim));
     std::vector<int32_t> pick(static_cast<size_t>(tokens));
@@ -581,8 +594,9 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
     run();
     EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
-  } else if (op.kind == "MoeRouter") {
-    const int64_t e = op.params.numExperts, k = op.params.topK;
+  } else if (op.kind == OpKind::MoeRouter) {
+    const plan::MoeRouterParamsT &mp = *u.AsMoeRouterParams();
+    const int64_t e = mp.num_experts, k = mp.top_k;
     // Distinct logits 0.01 apart: no near-ties for the GPU's exp to flip.
     std::vector<float> logits(static_cast<size_t>(tokens * e));
     std::vector<int> perm(static_cast<size_t>(e));
@@ -595,8 +609,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     }
     std::vector<int32_t> ids(static_cast<size_t>(tokens * k));
     std::vector<float> weights(ids.size());
-    cpu::moeRouter({tokens, e, k, op.params.renormalize}, logits.data(), ids.data(), weights.data(),
-                   pool);
+    cpu::moeRouter({tokens, e, k, mp.renormalize}, logits.data(), ids.data(), weights.data(), pool);
     ASSERT_TRUE(put(buffers, op.operands[0], logits.data(), logits.size() * 4).ok());
     auto outIds = put(buffers, op.operands[1], nullptr, ids.size() * 4);
     auto outWeights = put(buffers, op.operands[2], nullptr, weights.size() * 4);
@@ -605,21 +618,21 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     auto gotWeights = get<float>(*outWeights, weights.size());
     for (size_t i = 0; i < weights.size(); ++i)
       EXPECT_NEAR(gotWeights[i], weights[i], 4e-7f * weights[i] + 1e-9f) << what << " " << i;
-  } else if (op.kind == "MoeAlign") {
-    Routing r = route(rng, tokens, op.params.numExperts, op.params.topK);
+  } else if (op.kind == OpKind::MoeAlign) {
+    Routing r = route(rng, tokens, u.AsMoeAlignParams()->num_experts, u.AsMoeAlignParams()->top_k);
     ASSERT_TRUE(put(buffers, op.operands[0], r.ids.data(), r.ids.size() * 4).ok());
     auto order = put(buffers, op.operands[1], nullptr, r.order.size() * 4);
     auto starts = put(buffers, op.operands[2], nullptr, r.starts.size() * 4);
     run();
     EXPECT_TRUE(get<int32_t>(*order, r.order.size()) == r.order) << what;
     EXPECT_TRUE(get<int32_t>(*starts, r.starts.size()) == r.starts) << what;
-  } else if (op.kind == "MoeCombine") {
-    const int64_t k = op.params.topK, e = 128;
+  } else if (op.kind == OpKind::MoeCombine) {
+    const int64_t k = u.AsMoeCombineParams()->top_k, e = 128;
     Routing r = route(rng, tokens, e, k);
     std::vector<uint16_t> rows = randomHalves(rng, static_cast<size_t>(tokens * k * dim));
     std::vector<uint16_t> want(static_cast<size_t>(tokens * dim));
-    cpu::moeCombine({tokens, k, dim, op.params.accumulate}, rows.data(), r.order.data(),
-                    r.weights.data(), want.data(), pool);
+    cpu::moeCombine({tokens, k, dim, u.AsMoeCombineParams()->accumulate}, rows.data(),
+                    r.order.data(), r.weights.data(), want.data(), pool);
     ASSERT_TRUE(put(buffers, op.operands[0], rows.data(), rows.size() * 2).ok());
     ASSERT_TRUE(put(buffers, op.operands[1], r.order.data(), r.order.size() * 4).ok());
     ASSERT_TRUE(put(buffers, op.operands[2], r.weights.data(), r.weights.size() * 4).ok());
@@ -627,7 +640,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     run();
     EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
   } else {
-    FAIL() << "no GPU check for " << op.kind;
+    FAIL() << "no GPU check for " << plan::EnumNameOpKind(op.kind);
   }
 }
 
@@ -645,7 +658,8 @@ TEST_P(GpuKernels, MatchesTheCpuBackend) {
       codegen::planLaunches(c.op.op, c.op.variants, c.program, codegen::TargetInfo{}, registry);
   ASSERT_TRUE(planned.ok()) << planned.message();
   if (planned->empty())
-    GTEST_SKIP() << c.op.op.kind << " runs on NCCL (tests/gpu/EndToEndTest.cpp)";
+    GTEST_SKIP() << plan::EnumNameOpKind(c.op.op.kind)
+                 << " runs on NCCL (tests/gpu/EndToEndTest.cpp)";
   auto kernels = buildKernels(registry);
   ASSERT_TRUE(kernels.ok()) << kernels.message();
   // The registry's kernel indices are this set's; load it fresh.
@@ -657,12 +671,12 @@ TEST_P(GpuKernels, MatchesTheCpuBackend) {
   for (int tokens : c.tokens) {
     const PlannedLaunch *launch = launchFor(*planned, tokens);
     ASSERT_TRUE(launch) << "no variant for T = " << tokens;
-    const std::string &kind = c.op.op.kind;
-    if (kind == "QLinear" || kind == "Linear")
+    const plan::OpKind kind = c.op.op.kind;
+    if (kind == plan::OpKind::QLinear || kind == plan::OpKind::Linear)
       checkLinear(c.op.op, *launch, tokens);
-    else if (kind == "MoeGroupedQLinear")
+    else if (kind == plan::OpKind::MoeGroupedQLinear)
       checkMoeLinear(c.op.op, *launch, tokens);
-    else if (kind == "Attention")
+    else if (kind == plan::OpKind::Attention)
       checkAttention(c.op.op, c.program, *launch, registry.requests()[launch->kernel].kernel,
                      tokens);
     else

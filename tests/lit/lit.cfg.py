@@ -20,3 +20,5 @@ config.environment["NO_COLOR"] = "1"
 config.substitutions.append(("%volt_src", config.volt_source_dir))
 config.substitutions.append(("%volt_bin", config.volt_binary_dir))
 config.substitutions.append(("%specs", os.path.join(config.volt_source_dir, "specs")))
+# flatc over plan.fbs: it includes ops.fbs, which the build generates.
+config.substitutions.append(("%flatc", "flatc -I " + os.path.join(config.volt_binary_dir, "runtime", "schema")))

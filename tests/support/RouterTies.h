@@ -91,7 +91,7 @@ inline void observeRouterGaps(executor::CpuBackend &cpu, RouterGaps &gaps) {
   cpu.setOpObserver([&gaps](const executor::OpObservation &seen) {
     if (seen.kind != plan::OpKind::MoeRouter || seen.operands.empty())
       return;
-    const plan::OpParams *params = seen.op->params();
+    const plan::MoeRouterParams *params = seen.op->params_as_MoeRouterParams();
     std::span<const uint8_t> bytes = seen.operands[0];
     gaps.record({reinterpret_cast<const float *>(bytes.data()), bytes.size() / sizeof(float)},
                 static_cast<size_t>(seen.numTokens), params->num_experts(), params->top_k());

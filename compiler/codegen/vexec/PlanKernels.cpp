@@ -1,8 +1,7 @@
 //===- PlanKernels.cpp ----------------------------------------------------===//
 #include "compiler/codegen/vexec/PlanKernels.h"
 
-#include "dialects/Vexec/OpKinds.h"
-#include "dialects/Vexec/VexecOps.h"
+#include "dialects/Vexec/VexecPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
@@ -24,46 +23,30 @@ double floatOf(DictionaryAttr d, StringRef name, double fallback) {
   return a ? a.getValueAsDouble() : fallback;
 }
 
-bool flagOf(DictionaryAttr d, StringRef name) {
-  auto a = d ? d.getAs<BoolAttr>(name) : BoolAttr();
-  return a && a.getValue();
-}
-
 StringRef stringOf(DictionaryAttr d, StringRef name) {
   auto a = d ? d.getAs<StringAttr>(name) : StringAttr();
   return a ? a.getValue() : StringRef();
 }
 
-/// The step program's operands, as the plan numbers them (the order of
-/// compiler/plan's collect()).
+/// The step program's operands, as the plan numbers them
+/// (vexec::collectStep), with the facts launches depend on.
 struct Operands {
   llvm::DenseMap<Value, OperandInfo> byValue;
   SmallVector<vx::LaunchOp> launches;
 };
 
 Result<Operands> collect(func::FuncOp step) {
+  VOLT_ASSIGN_OR_RETURN(vx::StepProgram program, vx::collectStep(step));
   Operands o;
-  uint32_t weights = 0, allocs = 0;
-  for (Operation &op : step.getBody().front()) {
+  o.launches = program.launches;
+  for (auto &[value, operand] : program.operands) {
     OperandInfo info;
-    if (auto in = dyn_cast<vx::InputOp>(op)) {
-      info.kind = OperandKind::Input;
-      for (; info.index < std::size(vx::kStepInputs); ++info.index)
-        if (vx::kStepInputs[info.index] == std::string_view(in.getName()))
-          break;
-      o.byValue[in] = info;
-    } else if (auto out = dyn_cast<vx::OutputOp>(op)) {
-      info.kind = OperandKind::Output;
+    info.kind = static_cast<OperandKind>(operand.kind());
+    info.index = operand.index();
+    if (info.kind == OperandKind::Output) {
       info.f32 = true;
       info.perSequence = true;
-      o.byValue[out] = info;
-    } else if (auto kv = dyn_cast<vx::KvCacheOp>(op)) {
-      info.kind = OperandKind::KvCache;
-      info.index = static_cast<uint32_t>(kv.getLayer());
-      o.byValue[kv] = info;
-    } else if (auto w = dyn_cast<vx::WeightOp>(op)) {
-      info.kind = OperandKind::Weight;
-      info.index = weights++;
+    } else if (auto w = value.getDefiningOp<vx::WeightOp>()) {
       info.shape.assign(w.getShape().begin(), w.getShape().end());
       for (int64_t rows : w.getPartRows())
         info.partRows.push_back(static_cast<uint32_t>(rows));
@@ -73,46 +56,22 @@ Result<Operands> collect(func::FuncOp step) {
         info.globalScales.assign(g->begin(), g->end());
       info.nvfp4 = w.getLayout() == "nvfp4";
       info.f32 = w.getDtype().isF32();
-      o.byValue[w] = info;
-    } else if (auto a = dyn_cast<vx::AllocOp>(op)) {
-      info.kind = OperandKind::Arena;
-      info.index = allocs++;
+    } else if (auto a = value.getDefiningOp<vx::AllocOp>()) {
       info.f32 = a.getDtype().isF32();
       info.perSequence = a.getPerTokenBytes() == 0;
-      o.byValue[a] = info;
-    } else if (auto l = dyn_cast<vx::LaunchOp>(op)) {
-      o.launches.push_back(l);
     }
+    o.byValue[value] = std::move(info);
   }
   return o;
 }
 
-OpInfo opInfoOf(vx::LaunchOp l, const Operands &operands, uint32_t rank) {
+OpInfo opInfoOf(vx::LaunchOp l, const Operands &operands) {
   OpInfo op;
-  op.kind = l.getKind().str();
+  op.kind = vx::launchKind(l);
   op.name = l.getName().str();
   for (Value v : l.getOperands_())
     op.operands.push_back(operands.byValue.lookup(v));
-  DictionaryAttr d = l.getParams();
-  OpParamValues &p = op.params;
-  p.dim = intOf(d, "dim");
-  p.outFeatures = intOf(d, "out_features");
-  p.eps = static_cast<float>(floatOf(d, "eps", 1e-6));
-  p.vocabRows = intOf(d, "vocab_rows");
-  if (flagOf(d, "vocab_parallel"))
-    p.vocabStart = rank * p.vocabRows;
-  p.numHeads = intOf(d, "num_heads");
-  p.numKvHeads = intOf(d, "num_kv_heads");
-  p.headDim = intOf(d, "head_dim");
-  p.ropeTheta = static_cast<float>(floatOf(d, "rope_theta", 10000.0));
-  p.layer = intOf(d, "layer");
-  p.numExperts = intOf(d, "num_experts");
-  p.topK = intOf(d, "top_k");
-  p.renormalize = flagOf(d, "renormalize");
-  p.gatherTokens = flagOf(d, "gather_tokens");
-  p.accumulate = flagOf(d, "accumulate");
-  p.outF32 = stringOf(d, "out_dtype") == "f32";
-  p.siluEpilogue = stringOf(d, "epilogue") == "silu_mul";
+  op.params = vx::launchParams(l);
   return op;
 }
 
@@ -190,8 +149,7 @@ Result<PlanKernels> PlanKernels::build(ModuleOp module, uint32_t ranks,
   for (uint32_t r = 0; r < ranks; ++r) {
     program.rank = r;
     for (vx::LaunchOp l : operands.launches) {
-      auto planned =
-          planLaunches(opInfoOf(l, operands, r), variantsOf(l), program, target, registry);
+      auto planned = planLaunches(opInfoOf(l, operands), variantsOf(l), program, target, registry);
       if (!planned)
         return planned.error();
       result.launches_[r].push_back(std::move(*planned));

@@ -233,8 +233,7 @@ TEST(Runtime, CpuCandidatesAreCheckedAndRowsComeOnlyAfterACandidateStep) {
   const int32_t first = 0;
   Status early = (*backend)->fetchRows(std::span(&first, 1), row);
   ASSERT_FALSE(early.ok());
-  EXPECT_NE(early.message().find("no step's rows to fetch"), std::string::npos)
-      << early.message();
+  EXPECT_NE(early.message().find("no step's rows to fetch"), std::string::npos) << early.message();
 }
 
 TEST(Runtime, LongContextChunkedPrefillMatchesOneStep) {
@@ -414,7 +413,8 @@ TEST(CpuBackendObserver, SeesEveryOpOfEveryRankInOrderAndTheRoutersChoices) {
     // (logits f32[T, E]) -> (ids i32[T, k], weights): the k largest,
     // ties to the lower expert.
     ++routers;
-    const uint32_t experts = o.op->params()->num_experts(), k = o.op->params()->top_k();
+    const plan::MoeRouterParams *params = o.op->params_as_MoeRouterParams();
+    const uint32_t experts = params->num_experts(), k = params->top_k();
     const auto *logits = reinterpret_cast<const float *>(o.operands[0].data());
     const auto *ids = reinterpret_cast<const int32_t *>(o.operands[1].data());
     ASSERT_GE(o.operands[0].size(), o.numTokens * experts * sizeof(float));

@@ -23,13 +23,13 @@ module attributes {
     %c = vexec.alloc {name = "c", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
     %kv0 = vexec.kv_cache {layer = 0 : i64} : !vexec.buffer
     %kv1 = vexec.kv_cache {layer = 1 : i64} : !vexec.buffer
-    vexec.launch "SiluMul"(%tok, %a) {params = {}, kernels = [], name = "0"} : !vexec.buffer, !vexec.buffer
-    vexec.launch "SiluMul"(%a, %b) {params = {}, kernels = [], name = "1"} : !vexec.buffer, !vexec.buffer
+    vexec.launch "SiluMul"(%tok, %a) {params = {dim = 64 : i64}, kernels = [], name = "0"} : !vexec.buffer, !vexec.buffer
+    vexec.launch "SiluMul"(%a, %b) {params = {dim = 128 : i64}, kernels = [], name = "1"} : !vexec.buffer, !vexec.buffer
     vexec.launch "Attention"(%b, %kv0, %tok, %tok, %tok, %tok, %c)
-        {params = {num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 0 : i64}, kernels = [], name = "2"}
+        {params = {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 0 : i64}, kernels = [], name = "2"}
         : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     vexec.launch "Attention"(%c, %kv1, %tok, %tok, %tok, %tok, %c)
-        {params = {num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 1 : i64}, kernels = [], name = "3"}
+        {params = {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 1 : i64}, kernels = [], name = "3"}
         : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     return
   }
@@ -49,7 +49,7 @@ module attributes {
     %a = vexec.alloc {name = "a", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
     %kv0 = vexec.kv_cache {layer = 0 : i64} : !vexec.buffer
     vexec.launch "Attention"(%tok, %kv0, %tok, %tok, %tok, %tok, %a)
-        {params = {num_kv_heads = 32 : i64, head_dim = 32 : i64, layer = 0 : i64}, kernels = [], name = "0"}
+        {params = {num_heads = 32 : i64, num_kv_heads = 32 : i64, head_dim = 32 : i64, layer = 0 : i64}, kernels = [], name = "0"}
         : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     return
   }

@@ -94,15 +94,17 @@ inline OperandInfo attentionOperand(OperandKind kind, uint32_t index) {
 /// tables) -> out.
 inline OpInfo attentionOp(int64_t heads, int64_t kvHeads, int64_t dim) {
   OpInfo op;
-  op.kind = "Attention";
+  op.kind = plan::OpKind::Attention;
   op.name = "attention";
   op.operands = {attentionOperand(OperandKind::Arena, 0), attentionOperand(OperandKind::KvCache, 0),
                  attentionOperand(OperandKind::Input, 2), attentionOperand(OperandKind::Input, 3),
                  attentionOperand(OperandKind::Input, 4), attentionOperand(OperandKind::Input, 5),
                  attentionOperand(OperandKind::Arena, 1)};
-  op.params.numHeads = heads;
-  op.params.numKvHeads = kvHeads;
-  op.params.headDim = dim;
+  plan::AttentionParamsT p;
+  p.num_heads = static_cast<uint32_t>(heads);
+  p.num_kv_heads = static_cast<uint32_t>(kvHeads);
+  p.head_dim = static_cast<uint32_t>(dim);
+  op.params.Set(p);
   return op;
 }
 

@@ -78,21 +78,23 @@ TEST(KernelVariants, DenseMoeAndNewerArchitecturesCompile) {
     target.sharedMemoryPerSmBytes = target.sharedMemoryPerBlockOptinBytes;
     target.maxThreadsPerSm = arch == 75 ? 1024 : 2048;
     OpInfo op;
-    op.kind = "MoeGroupedLinear";
+    op.kind = plan::OpKind::MoeGroupedLinear;
     op.name = "dense_experts";
-    op.params.dim = 1024;
-    op.params.outFeatures = 1024;
-    op.params.numExperts = 60;
-    op.params.topK = 4;
-    op.params.siluEpilogue = true;
-    op.params.gatherTokens = true;
+    plan::MoeGroupedLinearParamsT p;
+    p.dim = 1024;
+    p.out_features = 1024;
+    p.num_experts = 60;
+    p.top_k = 4;
+    p.epilogue = plan::Epilogue::SiluMul;
+    p.gather_tokens = true;
+    op.params.Set(p);
     op.operands = {testing::arena(0), testing::arena(1), testing::arena(2),
                    testing::denseWeight(0, {60, 1024, 1024}), testing::arena(3)};
     auto planned = planLaunches(op, testing::gemmVariants("dense_moe_gemv", "dense_moe_gemm"),
                                 ProgramInfo{}, target, registry);
     ASSERT_TRUE(planned.ok()) << planned.message();
     for (const auto &extra : modelOps(qwen3MoeShape(), 2)) {
-      if (extra.op.kind != "QLinear" && extra.op.kind != "Attention")
+      if (extra.op.kind != plan::OpKind::QLinear && extra.op.kind != plan::OpKind::Attention)
         continue;
       auto more =
           planLaunches(extra.op, extra.variants, programFor(qwen3MoeShape(), 2), target, registry);

@@ -192,9 +192,12 @@ TEST(Launches, PerSequenceOperandsCountSequences) {
 
 TEST(Launches, CollectivesHaveNoKernels) {
   OpInfo op;
-  op.kind = "AllReduce";
+  op.kind = plan::OpKind::AllReduce;
   op.name = "layers.0.all_reduce";
   op.operands = {arena(3)};
+  plan::AllReduceParamsT p;
+  p.dim = 2048;
+  op.params.Set(p);
   KernelRegistry registry;
   auto l = planLaunches(op, {{1 << 30, "nccl", {}}}, ProgramInfo{}, TargetInfo{}, registry);
   ASSERT_TRUE(l.ok()) << l.message();
@@ -215,7 +218,7 @@ TEST(Launches, ShapesTheTemplatesCannotServeAreErrorsNamingTheOp) {
   auto ops = modelOps(qwen3MoeShape(), 1);
   KernelRegistry registry;
   ModelOp qkv = find(ops, ".qkv_proj");
-  qkv.op.params.dim = 2040;
+  qkv.op.params.AsQLinearParams()->dim = 2040;
   qkv.op.operands[1].shape = {5120, 2040};
   auto badK = planLaunches(qkv.op, qkv.variants, ProgramInfo{}, TargetInfo{}, registry);
   ASSERT_FALSE(badK.ok());
@@ -247,10 +250,26 @@ TEST(Launches, ShapesTheTemplatesCannotServeAreErrorsNamingTheOp) {
   ASSERT_FALSE(noVariants.ok());
 
   OpInfo bogus;
-  bogus.kind = "Convolution";
+  bogus.kind = static_cast<plan::OpKind>(999);
   bogus.name = "x";
   EXPECT_EQ(planLaunches(bogus, {}, ProgramInfo{}, TargetInfo{}, registry).message(),
-            "op 'x' (Convolution): unknown op kind");
+            "op 'x': unknown op kind 999");
+}
+
+TEST(Launches, ParamsOfAnotherKindAreRefused) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  KernelRegistry registry;
+  ModelOp qkv = find(ops, ".qkv_proj");
+  plan::LinearParamsT dense;
+  dense.dim = 2048;
+  qkv.op.params.Set(dense);
+  EXPECT_EQ(planLaunches(qkv.op, qkv.variants, ProgramInfo{}, TargetInfo{}, registry).message(),
+            "op 'Qwen3-30B-A3B.qkv_proj' (QLinear): params of type LinearParams (expected "
+            "QLinearParams)");
+  qkv.op.params.Reset();
+  EXPECT_EQ(planLaunches(qkv.op, qkv.variants, ProgramInfo{}, TargetInfo{}, registry).message(),
+            "op 'Qwen3-30B-A3B.qkv_proj' (QLinear): params of type NONE (expected "
+            "QLinearParams)");
 }
 
 TEST(Launches, GemmTilesShrinkToTheSharedMemoryOfTheSku) {

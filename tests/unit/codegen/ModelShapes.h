@@ -105,122 +105,150 @@ inline OperandInfo denseWeight(uint32_t index, std::vector<int64_t> shape) {
   return o;
 }
 
+/// A params union holding `table`.
+template <typename T> plan::OpParamsUnion paramsOf(T table) {
+  plan::OpParamsUnion u;
+  u.Set(std::move(table));
+  return u;
+}
+
 /// The ops of `m` on one of `tp` ranks.
 inline std::vector<ModelOp> modelOps(const ModelShape &m, int64_t tp) {
   std::vector<ModelOp> ops;
-  auto add = [&](std::string kind, std::string name, std::vector<OperandInfo> operands,
-                 OpParamValues p, std::vector<Variant> variants) {
-    ops.push_back({{std::move(kind), m.name + "." + std::move(name), std::move(operands), p},
+  auto add = [&](plan::OpKind kind, std::string name, std::vector<OperandInfo> operands,
+                 plan::OpParamsUnion p, std::vector<Variant> variants) {
+    ops.push_back({{kind, m.name + "." + std::move(name), std::move(operands), std::move(p)},
                    std::move(variants)});
   };
+  using plan::OpKind;
+  auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
   const int64_t h = m.hidden, d = m.headDim, hq = m.heads / tp, hkv = m.kvHeads / tp;
-  OpParamValues p;
-  p.dim = h;
-  p.vocabRows = m.vocab / tp;
-  add("Embedding", "embed", {input(0), denseWeight(0, {m.vocab / tp, h}), arena(0)}, p,
-      single("embedding"));
-  p = {};
-  p.dim = h;
-  add("AddRmsNorm", "input_layernorm", {arena(0), arena(1), denseWeight(1, {h}), arena(2)}, p,
+  plan::EmbeddingParamsT embedding;
+  embedding.dim = u32(h);
+  embedding.vocab_rows = u32(m.vocab / tp);
+  add(OpKind::Embedding, "embed", {input(0), denseWeight(0, {m.vocab / tp, h}), arena(0)},
+      paramsOf(embedding), single("embedding"));
+  plan::AddRmsNormParamsT addNorm;
+  addNorm.dim = u32(h);
+  add(OpKind::AddRmsNorm, "input_layernorm", {arena(0), arena(1), denseWeight(1, {h}), arena(2)},
+      paramsOf(addNorm), single("add_rms_norm"));
+  add(OpKind::AddRmsNorm, "input_layernorm_f32_residual",
+      {arena(0), arena(1, true), denseWeight(1, {h}), arena(2)}, paramsOf(addNorm),
       single("add_rms_norm"));
-  add("AddRmsNorm", "input_layernorm_f32_residual",
-      {arena(0), arena(1, true), denseWeight(1, {h}), arena(2)}, p, single("add_rms_norm"));
-  add("RmsNorm", "norm", {arena(2), denseWeight(1, {h}), arena(3)}, p, single("rms_norm"));
-  p = {};
-  p.dim = h;
-  p.outFeatures = (hq + 2 * hkv) * d;
-  add("QLinear", "qkv_proj",
+  plan::RmsNormParamsT norm;
+  norm.dim = u32(h);
+  add(OpKind::RmsNorm, "norm", {arena(2), denseWeight(1, {h}), arena(3)}, paramsOf(norm),
+      single("rms_norm"));
+  plan::QLinearParamsT qkv;
+  qkv.dim = u32(h);
+  qkv.out_features = u32((hq + 2 * hkv) * d);
+  add(OpKind::QLinear, "qkv_proj",
       {arena(2),
        nvfp4Weight(2, {(hq + 2 * hkv) * d, h},
                    {static_cast<uint32_t>(hq * d), static_cast<uint32_t>(hkv * d),
                     static_cast<uint32_t>(hkv * d)}),
        arena(4)},
-      p, gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
-  p = {};
-  p.numHeads = hq;
-  p.numKvHeads = hkv;
-  p.headDim = d;
-  p.ropeTheta = 1e6f;
-  add("QkNormRope", "qk_norm_rope", {arena(4), input(1), denseWeight(3, {d}), denseWeight(4, {d})},
-      p, single("qk_norm_rope"));
-  p.layer = 0;
-  add("Attention", "attention",
-      {arena(4), kvCache(0), input(2), input(3), input(4), input(5), arena(5)}, p,
+      paramsOf(qkv), gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+  plan::QkNormRopeParamsT rope;
+  rope.num_heads = u32(hq);
+  rope.num_kv_heads = u32(hkv);
+  rope.head_dim = u32(d);
+  rope.rope_theta = 1e6f;
+  add(OpKind::QkNormRope, "qk_norm_rope",
+      {arena(4), input(1), denseWeight(3, {d}), denseWeight(4, {d})}, paramsOf(rope),
+      single("qk_norm_rope"));
+  plan::AttentionParamsT attention;
+  attention.num_heads = u32(hq);
+  attention.num_kv_heads = u32(hkv);
+  attention.head_dim = u32(d);
+  add(OpKind::Attention, "attention",
+      {arena(4), kvCache(0), input(2), input(3), input(4), input(5), arena(5)}, paramsOf(attention),
       attentionVariants(d));
-  p = {};
-  p.dim = hq * d;
-  p.outFeatures = h;
-  add("QLinear", "o_proj", {arena(5), nvfp4Weight(5, {h, hq * d}, {}), arena(6)}, p,
+  plan::QLinearParamsT o;
+  o.dim = u32(hq * d);
+  o.out_features = u32(h);
+  add(OpKind::QLinear, "o_proj", {arena(5), nvfp4Weight(5, {h, hq * d}, {}), arena(6)}, paramsOf(o),
       gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
   if (m.experts > 0) {
     const int64_t w = m.moeWidth / tp;
-    p = {};
-    p.dim = h;
-    p.outFeatures = m.experts;
-    p.outF32 = true;
-    add("Linear", "router", {arena(2), denseWeight(6, {m.experts, h}), arena(7, true)}, p,
-        gemmVariants("dense_gemv", "dense_gemm"));
-    p = {};
-    p.numExperts = m.experts;
-    p.topK = m.topK;
-    p.renormalize = true;
-    add("MoeRouter", "route", {arena(7, true), arena(8), arena(9, true)}, p, single("moe_router"));
-    add("MoeAlign", "align", {arena(8), arena(10), arena(11)}, p, single("moe_align"));
-    p.dim = h;
-    p.outFeatures = 2 * w;
-    p.gatherTokens = true;
-    p.siluEpilogue = true;
-    add("MoeGroupedQLinear", "experts.gate_up",
+    plan::LinearParamsT router;
+    router.dim = u32(h);
+    router.out_features = u32(m.experts);
+    router.out_dtype = plan::DType::F32;
+    add(OpKind::Linear, "router", {arena(2), denseWeight(6, {m.experts, h}), arena(7, true)},
+        paramsOf(router), gemmVariants("dense_gemv", "dense_gemm"));
+    plan::MoeRouterParamsT route;
+    route.num_experts = u32(m.experts);
+    route.top_k = u32(m.topK);
+    route.renormalize = true;
+    add(OpKind::MoeRouter, "route", {arena(7, true), arena(8), arena(9, true)}, paramsOf(route),
+        single("moe_router"));
+    plan::MoeAlignParamsT align;
+    align.num_experts = u32(m.experts);
+    align.top_k = u32(m.topK);
+    add(OpKind::MoeAlign, "align", {arena(8), arena(10), arena(11)}, paramsOf(align),
+        single("moe_align"));
+    plan::MoeGroupedQLinearParamsT gateUp;
+    gateUp.dim = u32(h);
+    gateUp.out_features = u32(2 * w);
+    gateUp.num_experts = u32(m.experts);
+    gateUp.top_k = u32(m.topK);
+    gateUp.gather_tokens = true;
+    gateUp.epilogue = plan::Epilogue::SiluMul;
+    add(OpKind::MoeGroupedQLinear, "experts.gate_up",
         {arena(2), arena(10), arena(11),
          nvfp4Weight(7, {m.experts, 2 * w, h}, {static_cast<uint32_t>(w), static_cast<uint32_t>(w)},
                      static_cast<size_t>(m.experts)),
          arena(12)},
-        p, gemmVariants("nvfp4_moe_gemv", "nvfp4_moe_gemm"));
-    p.dim = w;
-    p.outFeatures = h;
-    p.gatherTokens = false;
-    p.siluEpilogue = false;
-    add("MoeGroupedQLinear", "experts.down",
+        paramsOf(gateUp), gemmVariants("nvfp4_moe_gemv", "nvfp4_moe_gemm"));
+    plan::MoeGroupedQLinearParamsT down = gateUp;
+    down.dim = u32(w);
+    down.out_features = u32(h);
+    down.gather_tokens = false;
+    down.epilogue = plan::Epilogue::None;
+    add(OpKind::MoeGroupedQLinear, "experts.down",
         {arena(12), arena(10), arena(11),
          nvfp4Weight(8, {m.experts, h, w}, {}, static_cast<size_t>(m.experts)), arena(13)},
-        p, gemmVariants("nvfp4_moe_gemv", "nvfp4_moe_gemm"));
-    p = {};
-    p.dim = h;
-    p.topK = m.topK;
-    add("MoeCombine", "combine", {arena(13), arena(10), arena(9, true), arena(14)}, p,
-        single("moe_combine"));
+        paramsOf(down), gemmVariants("nvfp4_moe_gemv", "nvfp4_moe_gemm"));
+    plan::MoeCombineParamsT combine;
+    combine.dim = u32(h);
+    combine.top_k = u32(m.topK);
+    add(OpKind::MoeCombine, "combine", {arena(13), arena(10), arena(9, true), arena(14)},
+        paramsOf(combine), single("moe_combine"));
   } else {
     const int64_t w = m.denseWidth / tp;
-    p = {};
-    p.dim = h;
-    p.outFeatures = 2 * w;
-    p.siluEpilogue = true;
-    add("QLinear", "mlp.gate_up",
+    plan::QLinearParamsT gateUp;
+    gateUp.dim = u32(h);
+    gateUp.out_features = u32(2 * w);
+    gateUp.epilogue = plan::Epilogue::SiluMul;
+    add(OpKind::QLinear, "mlp.gate_up",
         {arena(2), nvfp4Weight(7, {2 * w, h}, {static_cast<uint32_t>(w), static_cast<uint32_t>(w)}),
          arena(12)},
-        p, gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
-    p = {};
-    p.dim = w;
-    p.outFeatures = h;
-    add("QLinear", "mlp.down", {arena(12), nvfp4Weight(8, {h, w}, {}), arena(13)}, p,
-        gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
-    p = {};
-    p.dim = w;
-    add("SiluMul", "silu_mul", {arena(15), arena(12)}, p, single("silu_mul"));
-    p = {};
-    p.dim = h;
-    add("SigmoidGateAdd", "shared_expert_gate", {arena(14), arena(13), arena(16)}, p,
-        single("sigmoid_gate_add"));
+        paramsOf(gateUp), gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+    plan::QLinearParamsT down;
+    down.dim = u32(w);
+    down.out_features = u32(h);
+    add(OpKind::QLinear, "mlp.down", {arena(12), nvfp4Weight(8, {h, w}, {}), arena(13)},
+        paramsOf(down), gemmVariants("nvfp4_gemv", "nvfp4_gemm"));
+    plan::SiluMulParamsT silu;
+    silu.dim = u32(w);
+    add(OpKind::SiluMul, "silu_mul", {arena(15), arena(12)}, paramsOf(silu), single("silu_mul"));
+    plan::SigmoidGateAddParamsT gate;
+    gate.dim = u32(h);
+    add(OpKind::SigmoidGateAdd, "shared_expert_gate", {arena(14), arena(13), arena(16)},
+        paramsOf(gate), single("sigmoid_gate_add"));
   }
-  p = {};
-  p.dim = h;
-  add("GatherRows", "last_tokens", {arena(2), input(6), arena(17, false, true)}, p,
-      single("gather_rows"));
-  p.outFeatures = m.vocab / tp;
-  p.outF32 = true;
-  add("Linear", "lm_head",
-      {arena(17, false, true), denseWeight(9, {m.vocab / tp, h}), arena(18, true, true)}, p,
-      gemmVariants("dense_gemv", "dense_gemm"));
+  plan::GatherRowsParamsT gather;
+  gather.dim = u32(h);
+  add(OpKind::GatherRows, "last_tokens", {arena(2), input(6), arena(17, false, true)},
+      paramsOf(gather), single("gather_rows"));
+  plan::LinearParamsT head;
+  head.dim = u32(h);
+  head.out_features = u32(m.vocab / tp);
+  head.out_dtype = plan::DType::F32;
+  add(OpKind::Linear, "lm_head",
+      {arena(17, false, true), denseWeight(9, {m.vocab / tp, h}), arena(18, true, true)},
+      paramsOf(head), gemmVariants("dense_gemv", "dense_gemm"));
   return ops;
 }
 

@@ -228,12 +228,22 @@ void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
                  const std::function<void(Args &)> &entry) {
   std::mt19937 rng(static_cast<uint32_t>(c.k * 7 + c.n * 13 + tokens));
   OpInfo op;
-  op.kind = c.nvfp4 ? "QLinear" : "Linear";
+  op.kind = c.nvfp4 ? plan::OpKind::QLinear : plan::OpKind::Linear;
   op.name = "test";
-  op.params.dim = c.k;
-  op.params.outFeatures = c.n;
-  op.params.siluEpilogue = c.silu;
-  op.params.outF32 = c.outF32;
+  if (c.nvfp4) {
+    plan::QLinearParamsT p;
+    p.dim = static_cast<uint32_t>(c.k);
+    p.out_features = static_cast<uint32_t>(c.n);
+    p.epilogue = c.silu ? plan::Epilogue::SiluMul : plan::Epilogue::None;
+    p.out_dtype = c.outF32 ? plan::DType::F32 : plan::DType::F16;
+    op.params.Set(p);
+  } else {
+    plan::LinearParamsT p;
+    p.dim = static_cast<uint32_t>(c.k);
+    p.out_features = static_cast<uint32_t>(c.n);
+    p.out_dtype = c.outF32 ? plan::DType::F32 : plan::DType::F16;
+    op.params.Set(p);
+  }
   OperandInfo x = operand(OperandKind::Arena, 0), w = operand(OperandKind::Weight, 0),
               b = operand(OperandKind::Weight, 1), out = operand(OperandKind::Arena, 1);
   w.nvfp4 = c.nvfp4;
@@ -479,14 +489,27 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
   cpu::moeAlign({tokens, topK, experts}, ids.data(), order.data(), starts.data());
 
   codegen::OpInfo op;
-  op.kind = nvfp4 ? "MoeGroupedQLinear" : "MoeGroupedLinear";
+  op.kind = nvfp4 ? plan::OpKind::MoeGroupedQLinear : plan::OpKind::MoeGroupedLinear;
   op.name = "experts";
-  op.params.dim = k;
-  op.params.outFeatures = n;
-  op.params.numExperts = experts;
-  op.params.topK = topK;
-  op.params.gatherTokens = gather;
-  op.params.siluEpilogue = silu;
+  plan::MoeGroupedQLinearParamsT p;
+  p.dim = static_cast<uint32_t>(k);
+  p.out_features = static_cast<uint32_t>(n);
+  p.num_experts = static_cast<uint32_t>(experts);
+  p.top_k = static_cast<uint32_t>(topK);
+  p.gather_tokens = gather;
+  p.epilogue = silu ? plan::Epilogue::SiluMul : plan::Epilogue::None;
+  if (nvfp4) {
+    op.params.Set(p);
+  } else {
+    plan::MoeGroupedLinearParamsT dense;
+    dense.dim = p.dim;
+    dense.out_features = p.out_features;
+    dense.num_experts = p.num_experts;
+    dense.top_k = p.top_k;
+    dense.gather_tokens = p.gather_tokens;
+    dense.epilogue = p.epilogue;
+    op.params.Set(dense);
+  }
   OperandInfo in = operand(OperandKind::Arena, 0), ord = operand(OperandKind::Arena, 1),
               st = operand(OperandKind::Arena, 2), w = operand(OperandKind::Weight, 0),
               out = operand(OperandKind::Arena, 3);

@@ -176,11 +176,16 @@ PlannedLaunch plan(const OpInfo &op, const std::vector<std::pair<std::string, in
   return (*l)[0];
 }
 
-OpInfo makeOp(const std::string &kind, std::vector<OperandInfo> operands) {
+/// An op of `kind` over `operands` with params `fill` sets.
+template <typename Params, typename Fill>
+OpInfo makeOp(plan::OpKind kind, std::vector<OperandInfo> operands, Fill &&fill) {
   OpInfo op;
   op.kind = kind;
-  op.name = kind;
+  op.name = plan::EnumNameOpKind(kind);
   op.operands = std::move(operands);
+  Params params;
+  fill(params);
+  op.params.Set(std::move(params));
   return op;
 }
 
@@ -206,17 +211,24 @@ TEST(SimtOps, BytePermuteRegroupsHalves) {
 }
 
 TEST(SimtOps, EmbeddingCopiesThisRanksRowsAndZeroesTheRest) {
-  OpInfo op = makeOp("Embedding", {operand(OperandKind::Input, 0), operand(OperandKind::Weight, 0),
-                                   operand(OperandKind::Arena, 0)});
-  op.params.dim = 40;
-  op.params.vocabRows = 50;
-  op.params.vocabStart = 25;
-  PlannedLaunch l = plan(op, {{"dim", 40}, {"vocab_rows", 50}}, 256);
-  std::vector<int32_t> tokens = {0, 24, 25, 26, 74, 75, 99, 30, 50};
+  // Rank 1 of a vocab-parallel table of 50 rows per rank: rows 50..99.
+  OpInfo op = makeOp<plan::EmbeddingParamsT>(plan::OpKind::Embedding,
+                                             {operand(OperandKind::Input, 0),
+                                              operand(OperandKind::Weight, 0),
+                                              operand(OperandKind::Arena, 0)},
+                                             [](auto &p) {
+                                               p.dim = 40;
+                                               p.vocab_rows = 50;
+                                               p.vocab_parallel = true;
+                                             });
+  ProgramInfo rank1;
+  rank1.rank = 1;
+  PlannedLaunch l = plan(op, {{"dim", 40}, {"vocab_rows", 50}}, 256, rank1);
+  std::vector<int32_t> tokens = {0, 49, 50, 51, 74, 99, 100, 130, 50};
   std::vector<uint16_t> table = randomHalves(rng, 50 * 40);
   std::vector<uint16_t> gpu(tokens.size() * 40, 0x7E00), cpuOut(gpu.size());
   cpu::ThreadPool pool(1);
-  cpu::embedding({static_cast<int64_t>(tokens.size()), 40, 25, 50}, tokens.data(), table.data(),
+  cpu::embedding({static_cast<int64_t>(tokens.size()), 40, 50, 50}, tokens.data(), table.data(),
                  cpuOut.data(), pool);
   Memory m;
   m.tokens = static_cast<int>(tokens.size());
@@ -232,10 +244,14 @@ TEST(SimtOps, EmbeddingCopiesThisRanksRowsAndZeroesTheRest) {
 }
 
 TEST(SimtOps, RmsNormOfAnF32Stream) {
-  OpInfo op = makeOp("RmsNorm", {operand(OperandKind::Arena, 0, true),
-                                 operand(OperandKind::Weight, 0), operand(OperandKind::Arena, 1)});
-  op.params.dim = 100;
-  op.params.eps = 1e-5f;
+  OpInfo op = makeOp<plan::RmsNormParamsT>(plan::OpKind::RmsNorm,
+                                           {operand(OperandKind::Arena, 0, true),
+                                            operand(OperandKind::Weight, 0),
+                                            operand(OperandKind::Arena, 1)},
+                                           [&](auto &p) {
+                                             p.dim = 100;
+                                             p.eps = 1e-5f;
+                                           });
   PlannedLaunch l = plan(op, {{"dim", 100}, {"in_f32", 1}}, 256);
   const int rows = 7;
   std::vector<float> x(rows * 100);
@@ -264,10 +280,11 @@ TEST(SimtOps, RmsNormOfAnF32Stream) {
 template <typename Residual>
 void checkAddRmsNorm(bool f32,
                      void (*entry)(const void *, void *, const u16 *, u16 *, int, float)) {
-  OpInfo op =
-      makeOp("AddRmsNorm", {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1, f32),
-                            operand(OperandKind::Weight, 0), operand(OperandKind::Arena, 2)});
-  op.params.dim = 300;
+  OpInfo op = makeOp<plan::AddRmsNormParamsT>(
+      plan::OpKind::AddRmsNorm,
+      {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1, f32),
+       operand(OperandKind::Weight, 0), operand(OperandKind::Arena, 2)},
+      [&](auto &p) { p.dim = 300; });
   PlannedLaunch l = plan(op, {{"dim", 300}, {"in_f32", 0}, {"res_f32", f32}}, 256);
   const int rows = 5;
   std::vector<uint16_t> in = randomHalves(rng, rows * 300), w = randomHalves(rng, 300);
@@ -311,11 +328,12 @@ void checkRope(int64_t heads, int64_t kvHeads, int64_t dim, bool norm, uint32_t 
     operands.push_back(operand(OperandKind::Weight, 0));
     operands.push_back(operand(OperandKind::Weight, 1));
   }
-  OpInfo op = makeOp("QkNormRope", operands);
-  op.params.numHeads = heads;
-  op.params.numKvHeads = kvHeads;
-  op.params.headDim = dim;
-  op.params.ropeTheta = 1e6f;
+  OpInfo op = makeOp<plan::QkNormRopeParamsT>(plan::OpKind::QkNormRope, operands, [&](auto &p) {
+    p.num_heads = heads;
+    p.num_kv_heads = kvHeads;
+    p.head_dim = dim;
+    p.rope_theta = 1e6f;
+  });
   PlannedLaunch l =
       plan(op, {{"heads", heads}, {"kv_heads", kvHeads}, {"head_dim", dim}, {"has_norm", norm}},
            threads);
@@ -364,8 +382,9 @@ TEST(SimtOps, QkNormRopeWithAndWithoutNorms) {
 
 TEST(SimtOps, SiluMulAndSigmoidGateAdd) {
   {
-    OpInfo op = makeOp("SiluMul", {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1)});
-    op.params.dim = 70;
+    OpInfo op = makeOp<plan::SiluMulParamsT>(
+        plan::OpKind::SiluMul, {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1)},
+        [&](auto &p) { p.dim = 70; });
     PlannedLaunch l = plan(op, {{"dim", 70}}, 256);
     std::vector<uint16_t> in = randomHalves(rng, 3 * 140, 3.0f), gpu(3 * 70), cpuOut(3 * 70);
     cpu::ThreadPool pool(1);
@@ -383,10 +402,11 @@ TEST(SimtOps, SiluMulAndSigmoidGateAdd) {
                             8 * std::ldexp(1.0, -24) * std::fabs(halfToFloat(cpuOut[i]))));
   }
   {
-    OpInfo op =
-        makeOp("SigmoidGateAdd", {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1),
-                                  operand(OperandKind::Arena, 2, true)});
-    op.params.dim = 48;
+    OpInfo op = makeOp<plan::SigmoidGateAddParamsT>(plan::OpKind::SigmoidGateAdd,
+                                                    {operand(OperandKind::Arena, 0),
+                                                     operand(OperandKind::Arena, 1),
+                                                     operand(OperandKind::Arena, 2, true)},
+                                                    [&](auto &p) { p.dim = 48; });
     PlannedLaunch l = plan(op, {{"dim", 48}, {"gate_f32", 1}}, 256);
     std::vector<uint16_t> out = randomHalves(rng, 4 * 48), value = randomHalves(rng, 4 * 48);
     std::vector<float> gate = {-3.0f, 0.0f, 0.5f, 9.0f};
@@ -408,10 +428,11 @@ TEST(SimtOps, SiluMulAndSigmoidGateAdd) {
 }
 
 TEST(SimtOps, GatherRowsOfAnF32PerSequenceBuffer) {
-  OpInfo op =
-      makeOp("GatherRows", {operand(OperandKind::Arena, 0, true), operand(OperandKind::Input, 6),
-                            operand(OperandKind::Arena, 1, true, true)});
-  op.params.dim = 24;
+  OpInfo op = makeOp<plan::GatherRowsParamsT>(plan::OpKind::GatherRows,
+                                              {operand(OperandKind::Arena, 0, true),
+                                               operand(OperandKind::Input, 6),
+                                               operand(OperandKind::Arena, 1, true, true)},
+                                              [&](auto &p) { p.dim = 24; });
   PlannedLaunch l = plan(op, {{"dim", 24}, {"element_bytes", 4}}, 256);
   std::vector<float> in(10 * 24);
   std::iota(in.begin(), in.end(), 0.5f);
@@ -440,12 +461,15 @@ TEST(SimtOps, RouterAlignCombine) {
   for (float &v : logits)
     v = d(rng);
   // Router.
-  OpInfo routerOp =
-      makeOp("MoeRouter", {operand(OperandKind::Arena, 0, true), operand(OperandKind::Arena, 1),
-                           operand(OperandKind::Arena, 2, true)});
-  routerOp.params.numExperts = experts;
-  routerOp.params.topK = k;
-  routerOp.params.renormalize = true;
+  OpInfo routerOp = makeOp<plan::MoeRouterParamsT>(plan::OpKind::MoeRouter,
+                                                   {operand(OperandKind::Arena, 0, true),
+                                                    operand(OperandKind::Arena, 1),
+                                                    operand(OperandKind::Arena, 2, true)},
+                                                   [&](auto &p) {
+                                                     p.num_experts = experts;
+                                                     p.top_k = k;
+                                                     p.renormalize = true;
+                                                   });
   PlannedLaunch lr = plan(routerOp, {{"experts", 60}, {"top_k", 4}, {"renormalize", 1}}, 128);
   std::vector<int32_t> ids(static_cast<size_t>(tokens * k), -1), cpuIds(ids.size());
   std::vector<float> weights(ids.size(), -1), cpuWeights(ids.size());
@@ -466,10 +490,13 @@ TEST(SimtOps, RouterAlignCombine) {
 
   // Align (a stable counting sort: exact).
   OpInfo alignOp =
-      makeOp("MoeAlign", {operand(OperandKind::Arena, 1), operand(OperandKind::Arena, 3),
-                          operand(OperandKind::Arena, 4)});
-  alignOp.params.numExperts = experts;
-  alignOp.params.topK = k;
+      makeOp<plan::MoeAlignParamsT>(plan::OpKind::MoeAlign,
+                                    {operand(OperandKind::Arena, 1), operand(OperandKind::Arena, 3),
+                                     operand(OperandKind::Arena, 4)},
+                                    [&](auto &p) {
+                                      p.num_experts = experts;
+                                      p.top_k = k;
+                                    });
   PlannedLaunch la = plan(alignOp, {{"experts", 60}, {"top_k", 4}}, 1024);
   std::vector<int32_t> order(ids.size(), -1), cpuOrder(ids.size());
   std::vector<int32_t> starts(static_cast<size_t>(experts + 1), -1), cpuStarts(starts.size());
@@ -484,12 +511,15 @@ TEST(SimtOps, RouterAlignCombine) {
   EXPECT_EQ(starts, cpuStarts);
 
   // Combine, accumulating into the output (a fixed-order FP32 sum: exact).
-  OpInfo combineOp =
-      makeOp("MoeCombine", {operand(OperandKind::Arena, 5), operand(OperandKind::Arena, 3),
-                            operand(OperandKind::Arena, 2, true), operand(OperandKind::Arena, 6)});
-  combineOp.params.dim = 96;
-  combineOp.params.topK = k;
-  combineOp.params.accumulate = true;
+  OpInfo combineOp = makeOp<plan::MoeCombineParamsT>(
+      plan::OpKind::MoeCombine,
+      {operand(OperandKind::Arena, 5), operand(OperandKind::Arena, 3),
+       operand(OperandKind::Arena, 2, true), operand(OperandKind::Arena, 6)},
+      [&](auto &p) {
+        p.dim = 96;
+        p.top_k = k;
+        p.accumulate = true;
+      });
   PlannedLaunch lc =
       plan(combineOp, {{"dim", 96}, {"top_k", 4}, {"tokens", 8}, {"accumulate", 1}}, 256);
   std::vector<uint16_t> rowsIn = randomHalves(rng, static_cast<size_t>(tokens * k * 96));

@@ -468,9 +468,9 @@ TEST(SimtTiledAttention, PlanningRejectsWhatTheTemplateCannotServe) {
   ASSERT_FALSE(planned.ok());
   EXPECT_EQ(planned.message(), "op 'attention' (Attention): head_dim 40: paged_attention_tiled "
                                "serves multiples of 16 up to 128");
-  op.params.headDim = program.headDim = 64;
-  op.params.numHeads = 16 * 8;
-  program.kvHeads = op.params.numKvHeads = 1;
+  op.params.AsAttentionParams()->head_dim = program.headDim = 64;
+  op.params.AsAttentionParams()->num_heads = 16 * 8;
+  program.kvHeads = op.params.AsAttentionParams()->num_kv_heads = 1;
   const std::vector<Variant> narrow = {
       {int64_t{1} << 30, "paged_attention_tiled", {{"query_tile", 64}, {"key_tile", 32}}}};
   planned = codegen::planLaunches(op, narrow, program, codegen::TargetInfo{}, registry);

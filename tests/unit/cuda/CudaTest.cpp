@@ -88,7 +88,8 @@ struct LaunchFixture {
       launches.push_back(plan::CreateLaunch(b, maxTokens, maxTokens == 8 ? 0 : 1, &x, &y, &z, 256,
                                             1, 1, 0, b.CreateVector(args)));
     }
-    auto o = plan::CreateOp(b, plan::OpKind::QLinear, 0, 0, b.CreateVector(launches));
+    auto o = plan::CreateOp(b, plan::OpKind::QLinear, 0, plan::OpParams::NONE, 0,
+                            b.CreateVector(launches));
     b.Finish(o);
     op = flatbuffers::GetRoot<plan::Op>(b.GetBufferPointer());
   }

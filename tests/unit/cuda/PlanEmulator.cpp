@@ -254,7 +254,9 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
   ASSERT_NE(rs.tokensAt, 0u) << "the LM head ran before the embedding";
   ASSERT_NE(rs.rowsAt, 0u) << "the LM head ran before gather_rows";
   ASSERT_NE(outAt, 0u) << name << ": no pointer to its output";
-  const uint32_t cols = op->params()->out_features();
+  const uint32_t cols = op->kind() == OpKind::QLinear
+                            ? op->params_as_QLinearParams()->out_features()
+                            : op->params_as_LinearParams()->out_features();
   const uint64_t vocabStart = uint64_t{rank} * cols;
   const auto rows = fake_.readInts(launch.device, rs.rowsAt, static_cast<size_t>(seqs));
   auto *out = fake_.deviceBytes(launch.device, outAt, static_cast<uint64_t>(seqs) * cols * 4,
@@ -343,7 +345,8 @@ std::vector<uint64_t> PlanEmulator::allReduceCounts(uint32_t rank, uint64_t toke
     const plan::Operand *o = op->operands()->Get(0);
     const plan::Buffer *b =
         o->kind() == OperandKind::Arena ? r->buffers()->Get(o->index()) : nullptr;
-    counts.push_back((b && b->per_token_bytes() == 0 ? seqs : tokens) * op->params()->dim());
+    counts.push_back((b && b->per_token_bytes() == 0 ? seqs : tokens) *
+                     op->params_as_AllReduceParams()->dim());
   }
   return counts;
 }

@@ -1,0 +1,53 @@
+//===- VexecPlan.h - a vexec step as the plan numbers it ---------*- C++ -*-===//
+//
+// What both the plan emitter (compiler/plan) and the launch planner
+// (compiler/codegen/vexec) read off a vexec `@step`: each launch's plan
+// OpKind and typed params (decoded from its params dictionary, which the
+// launch verifier has checked against runtime/schema/Ops.def), and the
+// plan operand of every buffer value, numbered in the one order the plan
+// lists weights and arena buffers.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "dialects/Vexec/VexecOps.h"
+#include "runtime/schema/PlanFormat.h"
+#include "runtime/support/Status.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+
+namespace volt::vexec {
+
+/// The plan OpKind of a verified launch.
+plan::OpKind launchKind(LaunchOp launch);
+
+/// The launch's params as the kind's params table (defaults where the
+/// dictionary leaves an optional param out).
+plan::OpParamsUnion launchParams(LaunchOp launch);
+
+/// The value of a schema enum (plan::StepInput, StepOutput, DType,
+/// Epilogue) that an IR name stands for: its schema name in snake case
+/// ("slot_mapping", "f16", "silu_mul").
+template <typename Enum> std::optional<Enum> irNamed(llvm::StringRef name);
+/// Every IR name of a schema enum, "a, b, c", for messages.
+template <typename Enum> std::string irNames();
+
+/// A lowered `@step`, in program order.
+struct StepProgram {
+  llvm::SmallVector<LaunchOp> launches;
+  /// Plan.ranks[r].buffers, in order.
+  llvm::SmallVector<AllocOp> allocs;
+  /// Plan.ranks[r].weights, in order.
+  llvm::SmallVector<WeightOp> weights;
+  /// The plan operand of every buffer value.
+  llvm::DenseMap<mlir::Value, plan::Operand> operands;
+};
+
+/// Collects `step` (a function of vexec ops).
+Result<StepProgram> collectStep(mlir::func::FuncOp step);
+
+} // namespace volt::vexec

@@ -80,36 +80,49 @@ std::string formatMemoryPlan(mlir::ModuleOp module) {
   std::snprintf(ratio, sizeof ratio, "lower bound %s (x%.2f)",
                 formatBytes(static_cast<uint64_t>(lower)).c_str(),
                 lower > 0 ? static_cast<double>(arena) / static_cast<double>(lower) : 1.0);
-  row("activation arena (" + std::to_string(intOf(memory, "max_num_batched_tokens")) +
-          " tokens)",
+  row("activation arena (" + std::to_string(intOf(memory, "max_num_batched_tokens")) + " tokens)",
       arena, ratio);
   row("kernel workspaces", intOf(memory, "workspace_bytes"));
   int64_t blocks = intOf(memory, "kv_blocks"), blockSize = intOf(memory, "kv_block_size");
   int64_t tokens = blocks * blockSize;
   char kv[160];
-  std::snprintf(kv, sizeof kv, "%s blocks x %lld tokens = %s tokens = %.1f sequences of %lld",
-                formatCount(static_cast<uint64_t>(blocks)).c_str(),
-                static_cast<long long>(blockSize), formatCount(static_cast<uint64_t>(tokens)).c_str(),
-                maxModelLen > 0 ? static_cast<double>(tokens) / static_cast<double>(maxModelLen)
-                                : 0.0,
-                static_cast<long long>(maxModelLen));
+  std::snprintf(
+      kv, sizeof kv, "%s blocks x %lld tokens = %s tokens = %.1f sequences of %lld",
+      formatCount(static_cast<uint64_t>(blocks)).c_str(), static_cast<long long>(blockSize),
+      formatCount(static_cast<uint64_t>(tokens)).c_str(),
+      maxModelLen > 0 ? static_cast<double>(tokens) / static_cast<double>(maxModelLen) : 0.0,
+      static_cast<long long>(maxModelLen));
+  // State groups hold a slot per sequence (max_num_seqs of them).
+  if (auto caches = memory.getAs<mlir::ArrayAttr>("caches"))
+    for (mlir::Attribute a : caches) {
+      auto g = mlir::cast<mlir::DictionaryAttr>(a);
+      if (g.getAs<mlir::StringAttr>("kind").getValue() != "state_slots")
+        continue;
+      const int64_t layers =
+          static_cast<int64_t>(g.getAs<mlir::DenseI64ArrayAttr>("layers").size());
+      char note[160];
+      std::snprintf(note, sizeof note, "%lld slots x %s per sequence (%lld layers)",
+                    static_cast<long long>(intOf(g, "num_slots")),
+                    formatBytes(static_cast<uint64_t>(intOf(g, "slot_bytes") * layers)).c_str(),
+                    static_cast<long long>(layers));
+      row("recurrent state '" + g.getAs<mlir::StringAttr>("name").getValue().str() + "'",
+          intOf(g, "bytes"), note);
+    }
   row("KV cache", intOf(memory, "kv_bytes"), kv);
   int64_t total = intOf(memory, "cuda_context_bytes") + intOf(memory, "nccl_bytes") +
                   intOf(memory, "weight_bytes") + arena + intOf(memory, "workspace_bytes") +
-                  intOf(memory, "kv_bytes");
+                  intOf(memory, "cache_bytes");
   row("total", total);
   char perToken[96];
   std::snprintf(perToken, sizeof perToken, "%lld layers x %lld KV heads x %lld dims x K,V x FP16",
                 static_cast<long long>(intOf(memory, "kv_layers")),
                 static_cast<long long>(intOf(memory, "kv_heads")),
                 static_cast<long long>(intOf(memory, "head_dim")));
-  row("KV cache per token", blockSize ? intOf(memory, "kv_block_bytes") / blockSize : 0,
-      perToken);
+  row("KV cache per token", blockSize ? intOf(memory, "kv_block_bytes") / blockSize : 0, perToken);
   return out.str();
 }
 
-Result<std::string> compile(const std::filesystem::path &specFile,
-                            const CompileOptions &options) {
+Result<std::string> compile(const std::filesystem::path &specFile, const CompileOptions &options) {
   CheckOptions checkOptions;
   checkOptions.verifyData = options.verifyData;
   auto checked = check(specFile, checkOptions);
@@ -122,8 +135,7 @@ Result<std::string> compile(const std::filesystem::path &specFile,
   import::ImportOptions importOptions;
   importOptions.maxModelLen = checked->maxModelLen;
   importOptions.readWeightRanges = options.verifyData && checked->model.hasWeights();
-  importOptions.quantizeNvfp4 =
-      checked->spec.weights.quantize == spec::WeightQuantization::Nvfp4;
+  importOptions.quantizeNvfp4 = checked->spec.weights.quantize == spec::WeightQuantization::Nvfp4;
   auto module = import::importModel(context, checked->spec, checked->model, importOptions);
   if (!module)
     return Error(specFile.string() + ": " + module.message());

@@ -1,6 +1,8 @@
 //===- Inspect.cpp - `voltc inspect`: what a plan needs, before deploying -===//
 #include "compiler/driver/Inspect.h"
 
+#include "runtime/plan/Caches.h"
+
 #include "compiler/spec/Sku.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/support/Strings.h"
@@ -93,8 +95,20 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
   const plan::MemoryBudget *budget = p.memory_budget();
   uint64_t maxModelLen = p.limits()->max_model_len();
   for (const plan::Rank *r : *p.ranks()) {
-    const plan::KvCache *kv = r->kv_cache();
+    // The loader checked that the rank has its paged KV group.
+    const plan::CacheGroup *kv = plan::pagedKvGroup(*r);
     uint64_t kvTokens = static_cast<uint64_t>(kv->num_blocks()) * kv->block_size();
+    nlohmann::json states = nlohmann::json::array();
+    for (const plan::CacheGroup *g : *r->caches())
+      if (g->kind() == plan::CacheKind::StateSlots)
+        states.push_back(
+            {{"name", str(g->name())},
+             {"layers", std::vector<uint32_t>(g->layers()->begin(), g->layers()->end())},
+             {"dtype", plan::EnumNameDType(g->dtype())},
+             {"slots", g->num_slots()},
+             {"slot_bytes", g->slot_bytes()},
+             {"bytes_per_sequence", g->slot_bytes() * g->layers()->size()},
+             {"bytes", g->bytes()}});
     nlohmann::json buffers = nlohmann::json::array();
     std::vector<const plan::Buffer *> largest(r->buffers()->begin(), r->buffers()->end());
     std::stable_sort(
@@ -114,7 +128,8 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
     for (const auto &[name, count] : launchesPerDecodeStep(p, *r))
       kernels[name] = count;
     uint64_t total = (budget ? budget->cuda_context_bytes() + budget->nccl_bytes() : 0) +
-                     r->pack()->bytes() + r->arena_bytes() + r->workspace_bytes() + kv->bytes();
+                     r->pack()->bytes() + r->arena_bytes() + r->workspace_bytes() +
+                     r->cache_bytes();
     ranks.push_back(
         {{"rank", r->rank()},
          {"weights_bytes", r->pack()->bytes()},
@@ -126,9 +141,11 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
            {"tokens", kvTokens},
            {"full_length_sequences",
             maxModelLen ? static_cast<double>(kvTokens) / static_cast<double>(maxModelLen) : 0.0},
-           {"layers", kv->num_layers()},
+           {"layers", std::vector<uint32_t>(kv->layers()->begin(), kv->layers()->end())},
+           {"bytes_per_token", kvTokens ? kv->bytes() / kvTokens : 0},
            {"kv_heads", kv->num_kv_heads()},
            {"head_dim", kv->head_dim()}}},
+         {"state", states},
          {"arena_bytes", r->arena_bytes()},
          {"arena_lower_bound", r->arena_lower_bound()},
          {"workspace_bytes", r->workspace_bytes()},
@@ -188,7 +205,7 @@ std::string formatInspectReport(const InspectReport &report) {
   out << "  limits: max_model_len " << j["max_model_len"] << ", max_num_seqs " << j["max_num_seqs"]
       << ", max_num_batched_tokens " << j["max_num_batched_tokens"] << "\n";
   auto row = [&](const std::string &what, uint64_t bytes, const std::string &note = "") {
-    char buf[200];
+    char buf[384];
     std::snprintf(buf, sizeof buf, "    %-28s %12s  %s\n", what.c_str(), formatBytes(bytes).c_str(),
                   note.c_str());
     out << buf;
@@ -197,14 +214,24 @@ std::string formatInspectReport(const InspectReport &report) {
     out << "  rank " << r["rank"] << ":\n";
     row("weights (" + r["weights_file"].get<std::string>() + ")", r["weights_bytes"]);
     const auto &kv = r["kv_cache"];
-    char kvNote[160];
+    char kvNote[256];
     std::snprintf(kvNote, sizeof kvNote,
-                  "%s blocks x %llu = %s tokens = %.1f full-length sequences",
+                  "%s blocks x %llu = %s tokens = %.1f full-length sequences; %s per token "
+                  "(%zu attention layers)",
                   formatCount(kv["blocks"].get<uint64_t>()).c_str(),
                   static_cast<unsigned long long>(kv["block_size"].get<uint64_t>()),
                   formatCount(kv["tokens"].get<uint64_t>()).c_str(),
-                  kv["full_length_sequences"].get<double>());
+                  kv["full_length_sequences"].get<double>(),
+                  formatBytes(kv["bytes_per_token"].get<uint64_t>()).c_str(), kv["layers"].size());
     row("KV cache", kv["bytes"], kvNote);
+    for (const auto &st : r["state"]) {
+      char note[160];
+      std::snprintf(note, sizeof note, "%s slots x %s per sequence (%zu layers, %s)",
+                    formatCount(st["slots"].get<uint64_t>()).c_str(),
+                    formatBytes(st["bytes_per_sequence"].get<uint64_t>()).c_str(),
+                    st["layers"].size(), st["dtype"].get<std::string>().c_str());
+      row("recurrent state '" + st["name"].get<std::string>() + "'", st["bytes"], note);
+    }
     uint64_t arena = r["arena_bytes"], lower = r["arena_lower_bound"];
     char ratio[64];
     std::snprintf(ratio, sizeof ratio, "lower bound %s (x%.2f)", formatBytes(lower).c_str(),

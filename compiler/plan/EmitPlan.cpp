@@ -83,6 +83,30 @@ pack::WeightSpec specOf(vx::WeightOp w) {
   return s;
 }
 
+/// Rank.caches from the memory plan's cache groups (vexec.memory's
+/// `caches`, in Cache-operand order).
+fb::Offset<fb::Vector<fb::Offset<CacheGroup>>> cacheGroups(fb::FlatBufferBuilder &b,
+                                                           DictionaryAttr memory) {
+  std::vector<fb::Offset<CacheGroup>> groups;
+  auto caches = memory.getAs<ArrayAttr>("caches");
+  for (Attribute a : caches ? caches : ArrayAttr::get(memory.getContext(), {})) {
+    auto g = cast<DictionaryAttr>(a);
+    auto u32 = [&](StringRef name) { return static_cast<uint32_t>(intOf(g, name)); };
+    std::vector<uint32_t> layers;
+    for (int64_t l : g.getAs<DenseI64ArrayAttr>("layers").asArrayRef())
+      layers.push_back(static_cast<uint32_t>(l));
+    const bool paged = g.getAs<StringAttr>("kind").getValue() == "paged_kv";
+    groups.push_back(CreateCacheGroup(
+        b, paged ? CacheKind::PagedKv : CacheKind::StateSlots,
+        b.CreateString(g.getAs<StringAttr>("name").getValue().str()), b.CreateVector(layers),
+        dtypeOf(g.getAs<TypeAttr>("dtype").getValue()), u32("num_blocks"), u32("block_size"),
+        u32("num_kv_heads"), u32("head_dim"), u32("num_slots"),
+        static_cast<uint64_t>(intOf(g, "slot_bytes")), static_cast<uint64_t>(intOf(g, "offset")),
+        static_cast<uint64_t>(intOf(g, "bytes"))));
+  }
+  return b.CreateVector(groups);
+}
+
 /// Token ids that end generation: generation_config.json's eos_token_id,
 /// else config.json's.
 std::vector<int32_t> eosTokenIds(const std::filesystem::path &dir) {
@@ -241,23 +265,17 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     }
     auto packInfo = CreateWeightPack(b, b.CreateString(packFileName(r)), packed->fileBytes,
                                      packed->fileChecksum);
-    uint64_t kvOffset =
-        static_cast<uint64_t>(intOf(memory, "arena_bytes") + intOf(memory, "workspace_bytes"));
-    auto kv = CreateKvCache(b, DType::F16, static_cast<uint32_t>(intOf(memory, "kv_layers")),
-                            static_cast<uint32_t>(intOf(memory, "kv_blocks")),
-                            static_cast<uint32_t>(intOf(memory, "kv_block_size")),
-                            static_cast<uint32_t>(intOf(memory, "kv_heads")),
-                            static_cast<uint32_t>(intOf(memory, "head_dim")), kvOffset,
-                            static_cast<uint64_t>(intOf(memory, "kv_bytes")));
+    auto caches = cacheGroups(b, memory);
     uint64_t deviceBytes = static_cast<uint64_t>(
         intOf(memory, "cuda_context_bytes") + intOf(memory, "nccl_bytes") +
         static_cast<int64_t>(packed->fileBytes) + intOf(memory, "arena_bytes") +
-        intOf(memory, "workspace_bytes") + intOf(memory, "kv_bytes"));
+        intOf(memory, "workspace_bytes") + intOf(memory, "cache_bytes"));
     ranks.push_back(CreateRank(b, r, b.CreateVector(ops), b.CreateVector(buffers),
                                static_cast<uint64_t>(intOf(memory, "arena_bytes")),
                                static_cast<uint64_t>(intOf(memory, "arena_lower_bound")),
                                static_cast<uint64_t>(intOf(memory, "workspace_bytes")),
-                               b.CreateVector(weights), packInfo, kv, deviceBytes));
+                               b.CreateVector(weights), packInfo, caches,
+                               static_cast<uint64_t>(intOf(memory, "cache_bytes")), deviceBytes));
   }
 
   auto u32 = [&](StringRef name) { return static_cast<uint32_t>(intOf(modelAttr, name)); };

@@ -1,16 +1,18 @@
 //===- PlanMemory.cpp - the arena, the weights and the KV cache ----------===//
 //
 // Sizes every buffer at the largest step, places them in one arena by
-// liveness, and gives the KV cache what is left of the memory budget. The
-// result is the module attribute `vexec.memory`, which `voltc compile
-// --emit=memory` prints and the plan records; a deployment that cannot
-// hold one full-length sequence fails here, at compile time, with the
-// arithmetic and what to change.
+// liveness, sizes the cache groups (dialects/Vexec/VexecPlan.h): the state
+// groups hold max_num_seqs slots, and the paged KV group gets what is left
+// of the memory budget. The result is the module attribute `vexec.memory`,
+// which `voltc compile --emit=memory` prints and the plan records; a
+// deployment that cannot hold one full-length sequence fails here, at
+// compile time, with the arithmetic and what to change.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Transforms/MemoryPlanner.h"
 #include "dialects/Transforms/Passes.h"
 #include "dialects/Vexec/VexecOps.h"
+#include "dialects/Vexec/VexecPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -126,8 +128,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     const int64_t blocksPerSeq = (maxModelLen + blockSize - 1) / blockSize;
     int64_t workspaceBytes = 0;
     int64_t launchIndex = 0;
-    int64_t kvLayers = 0, kvHeads = 0, headDim = 0;
-    std::set<int64_t> layers;
+    int64_t kvHeads = 0, headDim = 0;
     step.walk([&](vx::LaunchOp launch) {
       for (Value v : launch.getOperands_()) {
         auto a = v.getDefiningOp<vx::AllocOp>();
@@ -141,11 +142,18 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       if (launch.getKind() == "Attention") {
         kvHeads = launch.getParams().getAs<IntegerAttr>("num_kv_heads").getInt();
         headDim = launch.getParams().getAs<IntegerAttr>("head_dim").getInt();
-        layers.insert(launch.getParams().getAs<IntegerAttr>("layer").getInt());
       }
       ++launchIndex;
     });
-    kvLayers = static_cast<int64_t>(layers.size());
+    auto program = vx::collectStep(step);
+    if (!program) {
+      step.emitError() << program.message();
+      return signalPassFailure();
+    }
+    int64_t kvLayers = 0;
+    for (const vx::CacheGroupInfo &g : program->caches)
+      if (g.kind == volt::plan::CacheKind::PagedKv)
+        kvLayers = static_cast<int64_t>(g.layers.size());
     for (size_t i = 0; i < allocs.size(); ++i)
       if (intervals[i].last < 0) {
         allocs[i].emitOpError() << "is never used by a launch";
@@ -162,10 +170,16 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     workspaceBytes = volt::memory::alignUp(workspaceBytes);
     int64_t budget = static_cast<int64_t>(std::floor(utilization * static_cast<double>(memory)));
     int64_t kvBlockBytes = kvLayers * 2 * blockSize * kvHeads * headDim * 2;
-    int64_t left = budget - contextBytes - ncclBytes - weightBytes - placement.arenaBytes -
-                   workspaceBytes;
-    int64_t blocks = kvBlockBytes > 0 && left > 0 ? left / kvBlockBytes : 0;
     int64_t maxSeqs = std::max<int64_t>(1, intAttr(deployment, "max_num_seqs"));
+    // Every running sequence has a slot in each state group.
+    int64_t stateBytes = 0;
+    for (const vx::CacheGroupInfo &g : program->caches)
+      if (g.kind == volt::plan::CacheKind::StateSlots)
+        stateBytes +=
+            volt::memory::alignUp(maxSeqs * g.slotBytes * static_cast<int64_t>(g.layers.size()));
+    int64_t left = budget - contextBytes - ncclBytes - weightBytes - placement.arenaBytes -
+                   workspaceBytes - stateBytes;
+    int64_t blocks = kvBlockBytes > 0 && left > 0 ? left / kvBlockBytes : 0;
 
     if (blocks < blocksPerSeq) {
       std::string text = "the deployment does not fit: " + std::to_string(tp) + " x " +
@@ -184,16 +198,19 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       row("CUDA context", contextBytes);
       if (ncclBytes)
         row("NCCL buffers", ncclBytes);
+      if (stateBytes)
+        row("recurrent state (" + std::to_string(maxSeqs) + " sequences)", stateBytes);
       row("KV cache, one full-length sequence", blocksPerSeq * kvBlockBytes);
-      row("needed", weightBytes + placement.arenaBytes + workspaceBytes + contextBytes +
-                        ncclBytes + blocksPerSeq * kvBlockBytes);
+      row("needed", weightBytes + placement.arenaBytes + workspaceBytes + contextBytes + ncclBytes +
+                        stateBytes + blocksPerSeq * kvBlockBytes);
       char util[64];
       std::snprintf(util, sizeof util, "available (gpu_memory_utilization %.2f)", utilization);
       row(util, budget);
       text += "what would make it fit:";
       int64_t fitLen = std::max<int64_t>(0, blocks) * blockSize;
       if (fitLen > 0)
-        text += "\n  max_model_len: " + std::to_string(fitLen) + " (the longest sequence that fits)";
+        text +=
+            "\n  max_model_len: " + std::to_string(fitLen) + " (the longest sequence that fits)";
       if (tp < 8)
         text += "\n  tensor_parallel_size: " + std::to_string(tp * 2) +
                 " (weights and KV heads split further)";
@@ -210,6 +227,34 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     // More than max_num_seqs full-length sequences can never be resident at
     // once; memory beyond that stays free.
     blocks = std::min(blocks, maxSeqs * blocksPerSeq);
+
+    // The cache region: the groups in Cache-operand order, each aligned.
+    SmallVector<Attribute> caches;
+    int64_t cacheBytes = 0;
+    for (const vx::CacheGroupInfo &g : program->caches) {
+      const bool paged = g.kind == volt::plan::CacheKind::PagedKv;
+      const int64_t layers = static_cast<int64_t>(g.layers.size());
+      const int64_t bytes = paged ? blocks * kvBlockBytes : maxSeqs * g.slotBytes * layers;
+      SmallVector<NamedAttribute> fields = {
+          b.getNamedAttr("kind", b.getStringAttr(paged ? "paged_kv" : "state_slots")),
+          b.getNamedAttr("name", b.getStringAttr(g.name)),
+          b.getNamedAttr("layers", b.getDenseI64ArrayAttr(g.layers)),
+          b.getNamedAttr("dtype", TypeAttr::get(paged ? b.getF16Type() : g.dtype)),
+          b.getNamedAttr("offset", b.getI64IntegerAttr(cacheBytes)),
+          b.getNamedAttr("bytes", b.getI64IntegerAttr(bytes)),
+      };
+      if (paged) {
+        fields.push_back(b.getNamedAttr("num_blocks", b.getI64IntegerAttr(blocks)));
+        fields.push_back(b.getNamedAttr("block_size", b.getI64IntegerAttr(blockSize)));
+        fields.push_back(b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(kvHeads)));
+        fields.push_back(b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim)));
+      } else {
+        fields.push_back(b.getNamedAttr("num_slots", b.getI64IntegerAttr(maxSeqs)));
+        fields.push_back(b.getNamedAttr("slot_bytes", b.getI64IntegerAttr(g.slotBytes)));
+      }
+      caches.push_back(b.getDictionaryAttr(fields));
+      cacheBytes += volt::memory::alignUp(bytes);
+    }
 
     module->setAttr(
         "vexec.memory",
@@ -229,6 +274,9 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
             b.getNamedAttr("kv_block_bytes", b.getI64IntegerAttr(kvBlockBytes)),
             b.getNamedAttr("kv_blocks", b.getI64IntegerAttr(blocks)),
             b.getNamedAttr("kv_bytes", b.getI64IntegerAttr(blocks * kvBlockBytes)),
+            b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes)),
+            b.getNamedAttr("cache_bytes", b.getI64IntegerAttr(cacheBytes)),
+            b.getNamedAttr("caches", b.getArrayAttr(caches)),
             b.getNamedAttr("max_blocks_per_seq", b.getI64IntegerAttr(blocksPerSeq)),
             b.getNamedAttr("max_num_batched_tokens", b.getI64IntegerAttr(maxTokens)),
         }));

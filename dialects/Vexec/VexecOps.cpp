@@ -54,6 +54,27 @@ LogicalResult OutputOp::verify() {
   return success();
 }
 
+LogicalResult KvCacheOp::verify() {
+  const int64_t layer = getLayerAttr().getInt();
+  if (layer < 0 || layer > int64_t{UINT32_MAX})
+    return emitOpError() << "layer " << layer << " is outside [0, 2^32)";
+  return success();
+}
+
+LogicalResult StateOp::verify() {
+  if (getGroup().empty() || getGroup() == "kv")
+    return emitOpError() << "needs a group name other than 'kv' (the paged KV group's)";
+  const int64_t layer = getLayerAttr().getInt(), slotBytes = getSlotBytesAttr().getInt();
+  if (layer < 0 || layer > int64_t{UINT32_MAX})
+    return emitOpError() << "layer " << layer << " is outside [0, 2^32)";
+  if (slotBytes <= 0 || slotBytes > (int64_t{1} << 36))
+    return emitOpError() << "slot_bytes " << slotBytes << " is outside (0, 2^36]";
+  Type t = getDtype();
+  if (!t.isF32() && !t.isF16() && !t.isBF16())
+    return emitOpError() << "dtype must be f32, f16 or bf16, found " << t;
+  return success();
+}
+
 LogicalResult WeightOp::verify() {
   if (getLayout() != "dense" && getLayout() != "nvfp4")
     return emitOpError() << "unknown layout '" << getLayout() << "' (valid: dense, nvfp4)";

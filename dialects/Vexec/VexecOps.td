@@ -37,6 +37,10 @@ def Vexec_OutputOp : Vexec_Op<"output", [Pure]> {
 def Vexec_KvCacheOp : Vexec_Op<"kv_cache", [Pure]> {
   let summary = "The K and V blocks of one attention layer.";
   let description = [{
+    One layer of the plan's paged KV cache group (CacheKind.PagedKv): the
+    memory planner gathers the layers of every `vexec.kv_cache` into that
+    group, which the engine's block tables address.
+
     ```mlir
     %kv = vexec.kv_cache {layer = 3 : i64} : !vexec.buffer
     ```
@@ -44,6 +48,27 @@ def Vexec_KvCacheOp : Vexec_Op<"kv_cache", [Pure]> {
   let arguments = (ins I64Attr:$layer);
   let results = (outs Vexec_BufferType:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def Vexec_StateOp : Vexec_Op<"state", [Pure]> {
+  let summary = "The recurrent state of one layer: a slot per sequence.";
+  let description = [{
+    One layer of a state cache group (CacheKind.StateSlots) named `group`:
+    `max_num_seqs` slots of `slot_bytes` in `dtype`, one per running
+    sequence (StepInput.StateSlots). Every state of a group has the same
+    slot size and dtype; a layer may hold states of several groups (a
+    convolution state and a recurrent state).
+
+    ```mlir
+    %s = vexec.state {group = "ema", layer = 0 : i64, dtype = f32, slot_bytes = 256 : i64}
+        : !vexec.buffer
+    ```
+  }];
+  let arguments = (ins StrAttr:$group, I64Attr:$layer, TypeAttr:$dtype, I64Attr:$slot_bytes);
+  let results = (outs Vexec_BufferType:$buffer);
+  let assemblyFormat = "attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
 }
 
 def Vexec_WeightOp : Vexec_Op<"weight", [Pure]> {

@@ -3,6 +3,10 @@
 
 #include "runtime/schema/Ops.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <set>
+
 namespace volt::vexec {
 namespace {
 
@@ -100,6 +104,53 @@ template std::string irNames<plan::Epilogue>();
 Result<StepProgram> collectStep(func::FuncOp step) {
   StepProgram p;
   using plan::OperandKind;
+  // The cache groups first: operands index their layers.
+  std::set<int64_t> kvLayers;
+  SmallVector<std::pair<std::string, std::set<int64_t>>> stateLayers;
+  for (Operation &op : step.getBody().front()) {
+    if (auto kv = dyn_cast<KvCacheOp>(op)) {
+      kvLayers.insert(kv.getLayer());
+    } else if (auto st = dyn_cast<StateOp>(op)) {
+      auto it = llvm::find_if(p.caches, [&](const CacheGroupInfo &g) {
+        return g.kind == plan::CacheKind::StateSlots && g.name == st.getGroup();
+      });
+      if (it == p.caches.end()) {
+        CacheGroupInfo g;
+        g.kind = plan::CacheKind::StateSlots;
+        g.name = st.getGroup().str();
+        g.dtype = st.getDtype();
+        g.slotBytes = st.getSlotBytes();
+        p.caches.push_back(g);
+        stateLayers.push_back({g.name, {}});
+        it = p.caches.end() - 1;
+      }
+      if (it->dtype != st.getDtype() || it->slotBytes != st.getSlotBytes())
+        return Error("state group '" + it->name + "': layer " + std::to_string(st.getLayer()) +
+                     " has slots of " + std::to_string(st.getSlotBytes()) +
+                     " bytes, another layer of " + std::to_string(it->slotBytes) +
+                     " (a group's slots are all alike)");
+      stateLayers[static_cast<size_t>(it - p.caches.begin())].second.insert(st.getLayer());
+    }
+  }
+  for (size_t i = 0; i < p.caches.size(); ++i)
+    p.caches[i].layers.assign(stateLayers[i].second.begin(), stateLayers[i].second.end());
+  if (!kvLayers.empty()) {
+    CacheGroupInfo kv;
+    kv.kind = plan::CacheKind::PagedKv;
+    kv.name = "kv";
+    kv.layers.assign(kvLayers.begin(), kvLayers.end());
+    p.caches.insert(p.caches.begin(), kv);
+  }
+  auto cacheIndex = [&](plan::CacheKind kind, StringRef name, int64_t layer) {
+    uint32_t first = 0;
+    for (const CacheGroupInfo &g : p.caches) {
+      if (g.kind == kind && (kind == plan::CacheKind::PagedKv || g.name == name))
+        return first + static_cast<uint32_t>(llvm::find(g.layers, layer) - g.layers.begin());
+      first += static_cast<uint32_t>(g.layers.size());
+    }
+    return first;
+  };
+
   for (Operation &op : step.getBody().front()) {
     if (auto in = dyn_cast<InputOp>(op)) {
       auto input = irNamed<plan::StepInput>(in.getName());
@@ -112,7 +163,11 @@ Result<StepProgram> collectStep(func::FuncOp step) {
         return Error("internal error: unknown step output '" + out.getName().str() + "'");
       p.operands[out] = plan::Operand(OperandKind::Output, static_cast<uint32_t>(*output));
     } else if (auto kv = dyn_cast<KvCacheOp>(op)) {
-      p.operands[kv] = plan::Operand(OperandKind::KvCache, static_cast<uint32_t>(kv.getLayer()));
+      p.operands[kv] = plan::Operand(OperandKind::Cache,
+                                     cacheIndex(plan::CacheKind::PagedKv, "kv", kv.getLayer()));
+    } else if (auto st = dyn_cast<StateOp>(op)) {
+      p.operands[st] = plan::Operand(OperandKind::Cache, cacheIndex(plan::CacheKind::StateSlots,
+                                                                    st.getGroup(), st.getLayer()));
     } else if (auto w = dyn_cast<WeightOp>(op)) {
       p.operands[w] = plan::Operand(OperandKind::Weight, static_cast<uint32_t>(p.weights.size()));
       p.weights.push_back(w);

@@ -19,6 +19,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
+#include <string>
 
 namespace volt::vexec {
 
@@ -36,6 +37,19 @@ template <typename Enum> std::optional<Enum> irNamed(llvm::StringRef name);
 /// Every IR name of a schema enum, "a, b, c", for messages.
 template <typename Enum> std::string irNames();
 
+/// A cache group as the step uses it (plan.fbs: CacheGroup, before
+/// memory planning sizes it).
+struct CacheGroupInfo {
+  plan::CacheKind kind = plan::CacheKind::PagedKv;
+  /// "kv", or the state's group name.
+  std::string name;
+  /// The model layers, ascending.
+  llvm::SmallVector<int64_t> layers;
+  /// StateSlots: the state's element type and bytes per slot.
+  mlir::Type dtype;
+  int64_t slotBytes = 0;
+};
+
 /// A lowered `@step`, in program order.
 struct StepProgram {
   llvm::SmallVector<LaunchOp> launches;
@@ -43,11 +57,17 @@ struct StepProgram {
   llvm::SmallVector<AllocOp> allocs;
   /// Plan.ranks[r].weights, in order.
   llvm::SmallVector<WeightOp> weights;
+  /// The cache groups, in Cache-operand order: the paged KV group of every
+  /// `vexec.kv_cache` first (if any), then each `vexec.state` group in the
+  /// order the step first uses it. Cache operands count their layers in
+  /// that order.
+  llvm::SmallVector<CacheGroupInfo> caches;
   /// The plan operand of every buffer value.
   llvm::DenseMap<mlir::Value, plan::Operand> operands;
 };
 
-/// Collects `step` (a function of vexec ops).
+/// Collects `step` (a function of vexec ops). The states of one group must
+/// agree on dtype and slot size.
 Result<StepProgram> collectStep(mlir::func::FuncOp step);
 
 } // namespace volt::vexec

@@ -8,6 +8,8 @@
 
 #include "runtime/cuda/CudaBackendState.h"
 #include "runtime/cuda/SyntheticWeights.h"
+#include "runtime/plan/Caches.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/support/Strings.h"
 
 #include <algorithm>
@@ -25,10 +27,6 @@ using plan::OpKind;
 constexpr CUresult kNoBinaryForGpu = 209;
 /// Dynamic shared memory a kernel may use without opting in.
 constexpr uint32_t kDefaultDynamicShared = 48 << 10;
-
-uint64_t dtypeBytes(plan::DType d) {
-  return d == plan::DType::F32 || d == plan::DType::I32 ? 4 : 2;
-}
 
 /// Whether graphs are on: `requested`, unless VOLT_CUDA_GRAPHS says off.
 Result<bool> graphsWanted(bool requested) {
@@ -208,23 +206,16 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     VOLT_RETURN_IF_ERROR(
         d.check(d.cuStreamCreate(&rs.stream, kStreamNonBlocking), label + ": stream"));
 
-    // Memory: the pack, the arena (+ workspace), the KV cache, step inputs
+    // Memory: the pack, the arena (+ workspace), the caches, step inputs
     // and outputs, and the all-gather staging.
     const plan::Rank *pr = rs.plan;
-    const plan::KvCache *kvPlan = pr->kv_cache();
-    rs.kvLayerBytes = uint64_t{kvPlan->num_blocks()} * kvPlan->block_size() *
-                      kvPlan->num_kv_heads() * kvPlan->head_dim() * 2;
-    const uint64_t kvBytes = rs.kvLayerBytes * 2 * kvPlan->num_layers();
+    const uint64_t cacheBytes = pr->cache_bytes();
     uint64_t gatherBytes = 0;
     for (const plan::Op *op : *pr->ops())
       if (op->kind() == OpKind::AllGather) {
         const plan::Operand *in = op->operands()->Get(0);
-        uint64_t rows = maxTokens, elem = 2;
-        if (in->kind() == OperandKind::Arena) {
-          const plan::Buffer *b = pr->buffers()->Get(in->index());
-          rows = b->per_token_bytes() == 0 ? maxSeqs : maxTokens;
-          elem = dtypeBytes(b->dtype());
-        }
+        const uint64_t rows = plan::operandRows(*pr, *in, maxTokens, maxSeqs),
+                       elem = plan::dtypeBytes(plan::operandDtype(*pr, *in));
         gatherBytes =
             std::max(gatherBytes, rows * op->params_as_AllGatherParams()->dim() * elem * ranks);
       }
@@ -236,14 +227,14 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     const uint64_t inputBytes = rs.layout.totalBytes;
     // The sampler runs on rank 0 only.
     const uint64_t candidateBytes = r == 0 ? shared.candidates.totalBytes : 0;
-    const uint64_t need = weightBytes + pr->arena_bytes() + pr->workspace_bytes() + kvBytes +
+    const uint64_t need = weightBytes + pr->arena_bytes() + pr->workspace_bytes() + cacheBytes +
                           inputBytes + maxSeqs * vocab * 4 + gatherBytes + candidateBytes;
     size_t freeBytes = 0, totalBytes = 0;
     VOLT_RETURN_IF_ERROR(d.check(d.cuMemGetInfo(&freeBytes, &totalBytes), label + ": memory"));
     if (need > freeBytes)
       return Error(where + ": rank " + std::to_string(r) + " needs " + formatBytes(need) +
-                   " of device memory (weights " + formatBytes(weightBytes) + ", KV cache " +
-                   formatBytes(kvBytes) + ", activations " + formatBytes(pr->arena_bytes()) +
+                   " of device memory (weights " + formatBytes(weightBytes) + ", caches " +
+                   formatBytes(cacheBytes) + ", activations " + formatBytes(pr->arena_bytes()) +
                    "); " + label + " (" + rs.name + ") has " + formatBytes(freeBytes) +
                    " free; lower gpu_memory_utilization or max_model_len in the spec, or free "
                    "the GPU");
@@ -267,7 +258,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     }
     VOLT_RETURN_IF_ERROR(
         allocate(pr->arena_bytes() + pr->workspace_bytes(), rs.arena, "the activation arena"));
-    VOLT_RETURN_IF_ERROR(allocate(kvBytes, rs.kv, "the KV cache"));
+    VOLT_RETURN_IF_ERROR(allocate(cacheBytes, rs.caches, "the caches"));
     VOLT_RETURN_IF_ERROR(allocate(maxSeqs * vocab * 4, rs.logits, "the logits"));
     if (gatherBytes)
       VOLT_RETURN_IF_ERROR(allocate(gatherBytes, rs.gather, "the all-gather staging"));

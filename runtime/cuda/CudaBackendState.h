@@ -138,14 +138,13 @@ struct CudaBackend::Rank {
   bool fromPtx = false;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
-  CUdeviceptr weights = 0, arena = 0, kv = 0, logits = 0, gather = 0;
+  CUdeviceptr weights = 0, arena = 0, caches = 0, logits = 0, gather = 0;
   /// Rank 0 of a plan with a sampler: temperatures in, candidates out
   /// (Shared::candidates' layout).
   CUdeviceptr candidates = 0;
   /// The StepInput arrays, at layout.offset in one allocation.
   InputLayout layout;
   std::array<CUdeviceptr, kStepInputCount> inputs{};
-  uint64_t kvLayerBytes = 0;
   uint64_t allocated = 0;
   std::vector<CUmodule> modules;
   std::vector<CUfunction> functions;
@@ -178,11 +177,10 @@ struct CudaBackend::Rank {
     v.ranks = ranks;
     v.weights = weights;
     v.arena = arena;
-    v.kv = kv;
+    v.caches = caches;
     v.logits = logits;
     v.gather = gather;
     v.inputs = inputs;
-    v.kvLayerBytes = kvLayerBytes;
     v.functions = functions;
     return v;
   }

@@ -12,6 +12,7 @@
 #include "runtime/cuda/CudaBackend.h"
 
 #include "runtime/cuda/CudaBackendState.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/support/Strings.h"
 
 #include <algorithm>
@@ -21,49 +22,7 @@
 namespace volt::cuda {
 
 Status CudaBackend::checkBatch(const engine::StepBatch &batch) const {
-  const plan::Plan &p = plan_.plan();
-  const plan::Limits *limits = p.limits();
-  const uint32_t vocab = shared_->vocab;
-  if (batch.numTokens < 1 ||
-      static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
-    return Error("step of " + std::to_string(batch.numTokens) + " tokens; the plan serves 1.." +
-                 std::to_string(limits->max_num_batched_tokens()) + " per step");
-  if (batch.numSeqs < 1 || batch.numSeqs > batch.numTokens ||
-      static_cast<uint32_t>(batch.numSeqs) > limits->max_num_seqs())
-    return Error("step of " + std::to_string(batch.numSeqs) + " sequences; the plan serves 1.." +
-                 std::to_string(limits->max_num_seqs()));
-  if (static_cast<uint32_t>(batch.maxBlocksPerSeq) != limits->max_blocks_per_seq())
-    return Error("block tables of width " + std::to_string(batch.maxBlocksPerSeq) +
-                 ", the plan's is " + std::to_string(limits->max_blocks_per_seq()));
-  const size_t T = static_cast<size_t>(batch.numTokens), S = static_cast<size_t>(batch.numSeqs);
-  const std::pair<std::span<const int32_t>, size_t> sizes[] = {
-      {batch.tokens, T},      {batch.positions, T},
-      {batch.slotMapping, T}, {batch.seqStarts, S + 1},
-      {batch.contextLens, S}, {batch.blockTables, S * static_cast<size_t>(batch.maxBlocksPerSeq)},
-      {batch.logitsRows, S}};
-  static const char *const names[] = {"tokens",       "positions",    "slot_mapping", "seq_starts",
-                                      "context_lens", "block_tables", "logits_rows"};
-  for (size_t i = 0; i < std::size(sizes); ++i)
-    if (sizes[i].first.size() != sizes[i].second)
-      return Error(std::string("step input ") + names[i] + " holds " +
-                   std::to_string(sizes[i].first.size()) + " values; a step of " +
-                   std::to_string(T) + " tokens and " + std::to_string(S) + " sequences needs " +
-                   std::to_string(sizes[i].second));
-  for (int32_t t : batch.tokens)
-    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
-      return Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
-                   std::to_string(vocab - 1) + ")");
-  const plan::KvCache *kv = ranks_.front()->plan->kv_cache();
-  const uint64_t slots = uint64_t{kv->num_blocks()} * kv->block_size();
-  for (int32_t slot : batch.slotMapping)
-    if (slot >= 0 && static_cast<uint64_t>(slot) >= slots)
-      return Error("KV slot " + std::to_string(slot) + " is outside the cache (" +
-                   std::to_string(kv->num_blocks()) + " blocks of " +
-                   std::to_string(kv->block_size()) + ")");
-  for (int32_t block : batch.blockTables)
-    if (block < 0 || static_cast<uint32_t>(block) >= kv->num_blocks())
-      return Error("block table entry " + std::to_string(block) + " is outside the cache");
-  return Status::success();
+  return plan::checkStep(plan_.plan(), batch);
 }
 
 Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {

@@ -9,7 +9,7 @@ namespace volt::cuda {
 InputLayout InputLayout::forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_t maxBlocksPerSeq) {
   InputLayout l;
   l.capacity = {maxTokens, maxTokens, maxTokens, maxSeqs + 1, maxSeqs, maxSeqs * maxBlocksPerSeq,
-                maxSeqs};
+                maxSeqs,   maxSeqs};
   uint64_t at = 0;
   for (size_t i = 0; i < kStepInputCount; ++i) {
     l.offset[i] = at;
@@ -48,7 +48,7 @@ std::array<uint64_t, kStepInputCount> stageInputs(const engine::StepBatch &batch
                                                   const InputLayout &layout, int32_t *staging) {
   const std::span<const int32_t> arrays[kStepInputCount] = {
       batch.tokens,      batch.positions,   batch.slotMapping, batch.seqStarts,
-      batch.contextLens, batch.blockTables, batch.logitsRows};
+      batch.contextLens, batch.blockTables, batch.logitsRows,  batch.stateSlots};
   std::array<uint64_t, kStepInputCount> counts{};
   for (size_t i = 0; i < kStepInputCount; ++i) {
     std::memcpy(staging + layout.offset[i] / sizeof(int32_t), arrays[i].data(),
@@ -68,8 +68,12 @@ std::array<uint64_t, kStepInputCount> stageInputs(const engine::StepBatch &batch
     array(4)[p] = 1; // attends to its own key only: no cache read
     std::fill_n(array(5) + p * width, width, 0);
     array(6)[p] = static_cast<int32_t>(p);
+    array(7)[p] = -1; // no state slot: nothing is read or kept
   }
-  counts = {padTo, padTo, padTo, uint64_t{padTo} + 1, padTo, uint64_t{padTo} * width, padTo};
+  // A plan without state reads no state slots, and the step may have none.
+  const uint64_t stateSlots = batch.stateSlots.empty() ? 0 : padTo;
+  counts = {padTo, padTo,     padTo, uint64_t{padTo} + 1, padTo, uint64_t{padTo} * width,
+            padTo, stateSlots};
   return counts;
 }
 

@@ -1,6 +1,6 @@
 //===- StepInputs.h - step inputs as the device reads them -----*- C++ -*-===//
 //
-// The seven StepInput arrays of a step (runtime/engine/StepBatch) live in
+// The StepInput arrays of a step (runtime/engine/StepBatch) live in
 // one device allocation at fixed offsets, so that a captured graph can keep
 // reading them step after step, and are staged in pinned host memory of the
 // same layout, so that their upload is an asynchronous DMA.
@@ -10,8 +10,9 @@
 // inputs are padded to B tokens and B sequences with inert entries: each
 // padding sequence has one token (id 0, position 0) whose KV slot is -1,
 // so paged_attention writes nothing to the cache, and a context of one, so
-// it attends to its own key only and reads no cache block; its logits row
-// is computed and never copied out. The functions here are pure, so that
+// it attends to its own key only and reads no cache block; its state slot
+// is -1, so recurrent layers start it from zeros and keep nothing; its
+// logits row is computed and never copied out. The functions here are pure, so that
 // padding and buckets are tested without a GPU.
 //
 //===----------------------------------------------------------------------===//
@@ -26,8 +27,8 @@
 
 namespace volt::cuda {
 
-/// The number of StepInput arrays (plan.fbs: Tokens .. LogitsRows).
-inline constexpr size_t kStepInputCount = 7;
+/// The number of StepInput arrays (plan.fbs: Tokens .. StateSlots).
+inline constexpr size_t kStepInputCount = 8;
 
 /// Where each StepInput array sits in the device allocation and in its
 /// pinned host staging (the same offsets), and how many elements it holds.

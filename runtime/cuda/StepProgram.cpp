@@ -2,6 +2,8 @@
 #include "runtime/cuda/StepProgram.h"
 
 #include "runtime/cuda/LaunchArgs.h"
+#include "runtime/plan/Caches.h"
+#include "runtime/plan/StepOperands.h"
 
 #include <utility>
 
@@ -11,59 +13,33 @@ namespace {
 using plan::OperandKind;
 using plan::OpKind;
 
-uint64_t dtypeBytes(plan::DType d) {
-  return d == plan::DType::F32 || d == plan::DType::I32 ? 4 : 2;
-}
-
 } // namespace
 
 Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs) {
   const plan::Rank *pr = rank.plan;
-  auto buffer = [&](const plan::Operand *o) -> const plan::Buffer * {
-    return o->kind() == OperandKind::Arena && o->index() < pr->buffers()->size()
-               ? pr->buffers()->Get(o->index())
-               : nullptr;
-  };
+  // Where an operand lies (plan::operandPlace): the region's device address
+  // plus its offset.
   OperandAddress address = [&](const plan::Operand &o) -> Result<uint64_t> {
-    switch (o.kind()) {
-    case OperandKind::Arena:
-      if (o.index() >= pr->buffers()->size())
-        break;
-      return rank.arena + pr->buffers()->Get(o.index())->offset();
-    case OperandKind::Weight:
-      if (o.index() >= pr->weights()->size())
-        break;
-      return rank.weights + pr->weights()->Get(o.index())->offset();
-    case OperandKind::Input:
-      if (o.index() >= rank.inputs.size())
-        break;
-      return rank.inputs[o.index()];
-    case OperandKind::Output:
+    VOLT_ASSIGN_OR_RETURN(plan::OperandPlace place, plan::operandPlace(*pr, o));
+    switch (place.region) {
+    case plan::Region::Arena:
+      return rank.arena + place.offset;
+    case plan::Region::Weights:
+      return rank.weights + place.offset;
+    case plan::Region::Input:
+      return rank.inputs[static_cast<size_t>(place.input)];
+    case plan::Region::Output:
       return rank.logits;
-    case OperandKind::KvCache:
-      if (o.index() >= pr->kv_cache()->num_layers())
-        break;
-      return rank.kv + uint64_t{o.index()} * 2 * rank.kvLayerBytes;
-    case OperandKind::Workspace:
+    case plan::Region::Cache:
+      return rank.caches + place.offset;
+    case plan::Region::Workspace:
       // The workspace follows the arena in the same allocation.
-      if (o.index() >= pr->workspace_bytes())
-        break;
-      return rank.arena + pr->arena_bytes() + o.index();
+      return rank.arena + pr->arena_bytes() + place.offset;
     }
-    return Error("operand " + std::to_string(static_cast<int>(o.kind())) + ":" +
-                 std::to_string(o.index()) + " is outside the plan");
+    return Error("internal error: an operand of an unknown region");
   };
-  // Rows of an activation: T per token, S per sequence (as the cpu backend).
-  auto rows = [&](const plan::Operand *o) -> uint64_t {
-    if (o->kind() == OperandKind::Output)
-      return seqs;
-    const plan::Buffer *b = buffer(o);
-    return b && b->per_token_bytes() == 0 ? seqs : tokens;
-  };
-  auto dtype = [&](const plan::Operand *o) {
-    const plan::Buffer *b = buffer(o);
-    return o->kind() == OperandKind::Output ? plan::DType::F32 : b ? b->dtype() : plan::DType::F16;
-  };
+  auto rows = [&](const plan::Operand *o) { return plan::operandRows(*pr, *o, tokens, seqs); };
+  auto dtype = [&](const plan::Operand *o) { return plan::operandDtype(*pr, *o); };
 
   std::vector<StepAction> actions;
   for (const plan::Op *op : *pr->ops()) {
@@ -87,7 +63,7 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
       VOLT_ASSIGN_OR_RETURN(uint64_t in, address(*first));
       VOLT_ASSIGN_OR_RETURN(uint64_t dst, address(*out));
       const uint64_t n = rows(first), cols = op->params_as_AllGatherParams()->dim();
-      const uint64_t elem = dtypeBytes(dtype(first)), ranks = rank.ranks;
+      const uint64_t elem = plan::dtypeBytes(dtype(first)), ranks = rank.ranks;
       a.kind = StepAction::Kind::AllGather;
       a.src = in;
       a.dst = rank.gather;

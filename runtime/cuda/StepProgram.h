@@ -36,10 +36,10 @@ struct RankView {
   const plan::Rank *plan = nullptr;
   /// tensor_parallel_size.
   uint32_t ranks = 1;
-  CUdeviceptr weights = 0, arena = 0, kv = 0, logits = 0, gather = 0;
+  /// The rank's weights, arena (+ workspace), cache region (Rank.caches),
+  /// logits and all-gather staging.
+  CUdeviceptr weights = 0, arena = 0, caches = 0, logits = 0, gather = 0;
   std::array<CUdeviceptr, kStepInputCount> inputs{};
-  /// Bytes of one layer's K (or V) blocks.
-  uint64_t kvLayerBytes = 0;
   /// The loaded function of each plan kernel.
   std::span<const CUfunction> functions;
 };

@@ -28,6 +28,14 @@ Status validateConfig(EngineConfig &config) {
   if (config.samplerThreads > 256)
     return Error("sampler_threads: expected at most 256, found " +
                  std::to_string(config.samplerThreads));
+  VOLT_RETURN_IF_ERROR(atLeast("num_state_slots", config.numStateSlots, 0));
+  if (config.numStateSlots > 0 && config.numStateSlots < config.maxNumSeqs)
+    return Error("num_state_slots: expected 0 or at least max_num_seqs (" +
+                 std::to_string(config.maxNumSeqs) + "), found " +
+                 std::to_string(config.numStateSlots));
+  if (config.numStateSlots > 0 && config.enablePrefixCaching)
+    return Error("enable_prefix_caching: the model has layers with recurrent state, whose "
+                 "prefixes cannot be reused; turn prefix caching off");
   int64_t needed = (int64_t(config.maxModelLen) + config.blockSize - 1) / int64_t(config.blockSize);
   if (config.maxBlocksPerSeq == 0)
     config.maxBlocksPerSeq = static_cast<int32_t>(needed);

@@ -1,9 +1,10 @@
 //===- EngineConfig.h - limits the serving engine runs under ---*- C++ -*-===//
 //
 // The numbers the engine schedules against. They come from the plan
-// (ModelInfo, Limits, KvCache) so that the engine never asks the backend for
-// more tokens, sequences or blocks than the compiled step program was sized
-// for. Field names are vLLM's words (`max_num_seqs`, `block_size`, ...).
+// (ModelInfo, Limits, the cache groups) so that the engine never asks the
+// backend for more tokens, sequences, blocks or state slots than the
+// compiled step program was sized for. Field names are vLLM's words (`max_num_seqs`, `block_size`,
+// ...).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -34,6 +35,13 @@ struct EngineConfig {
   int32_t maxBlocksPerSeq = 0;
   /// Reuse the KV of full blocks whose token prefix was computed before.
   bool enablePrefixCaching = false;
+  /// Per-sequence state slots of the plan's recurrent layers (0: it has
+  /// none). Each running sequence holds one from its admission until it
+  /// finishes or is preempted (a preempted sequence is recomputed from its
+  /// first token). At least max_num_seqs when set; prefix caching must be
+  /// off, since a cached KV prefix does not bring the recurrent state at
+  /// its end.
+  int32_t numStateSlots = 0;
   /// Tokens that end generation unless a request sets `ignore_eos`.
   std::vector<int32_t> eosTokenIds;
   /// Largest `logprobs` (top-N alternatives) a request may ask for.

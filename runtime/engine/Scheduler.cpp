@@ -18,11 +18,22 @@ StepBatch StepBuffers::view() const {
   b.contextLens = contextLens;
   b.blockTables = blockTables;
   b.logitsRows = logitsRows;
+  b.stateSlots = stateSlots;
   return b;
 }
 
 Scheduler::Scheduler(const EngineConfig &config)
-    : config_(config), blocks_(config.numKvBlocks, config.blockSize, config.enablePrefixCaching) {}
+    : config_(config), blocks_(config.numKvBlocks, config.blockSize, config.enablePrefixCaching) {
+  // Handed out lowest first.
+  for (int32_t s = config.numStateSlots; s-- > 0;)
+    freeStateSlots_.push_back(s);
+}
+
+void Scheduler::releaseStateSlot(Sequence *seq) {
+  if (seq->stateSlot >= 0)
+    freeStateSlots_.push_back(seq->stateSlot);
+  seq->stateSlot = -1;
+}
 
 void Scheduler::addWaiting(Sequence *seq) { waiting_.push_back(seq); }
 
@@ -35,6 +46,7 @@ void Scheduler::remove(Sequence *seq) {
   seq->blocks.clear();
   seq->numCachedBlocks = 0;
   seq->running = false;
+  releaseStateSlot(seq);
 }
 
 void Scheduler::computeHashes(Sequence *seq, int32_t numFullBlocks) {
@@ -68,6 +80,8 @@ void Scheduler::preempt(Sequence *seq) {
   seq->numCachedBlocks = 0;
   seq->numComputed = 0;
   seq->running = false;
+  // Its state is recomputed with its tokens.
+  releaseStateSlot(seq);
   ++seq->times.numPreemptions;
   ++counters_.numPreemptions;
   waiting_.push_front(seq);
@@ -126,6 +140,12 @@ SchedulerOutput Scheduler::schedule() {
     if (!allocateSlots(seq, n, hits))
       break;
     waiting_.pop_front();
+    if (config_.numStateSlots > 0) {
+      // Fewer than max_num_seqs <= num_state_slots sequences run: one is free.
+      assert(!freeStateSlots_.empty() && seq->stateSlot < 0);
+      seq->stateSlot = freeStateSlots_.back();
+      freeStateSlots_.pop_back();
+    }
     seq->numComputed = cached;
     seq->numCachedBlocks = int32_t(hits.size());
     seq->running = true;
@@ -151,6 +171,7 @@ void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
   buf.seqStarts.resize(numSeqs + 1);
   buf.contextLens.resize(numSeqs);
   buf.logitsRows.resize(numSeqs);
+  buf.stateSlots.resize(config_.numStateSlots > 0 ? numSeqs : 0);
   buf.blockTables.assign(numSeqs * width, 0);
   int32_t t = 0;
   for (size_t s = 0; s < numSeqs; ++s) {
@@ -164,6 +185,8 @@ void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
     }
     buf.contextLens[s] = seq.numComputed + out.seqs[s].numNewTokens;
     buf.logitsRows[s] = t - 1;
+    if (!buf.stateSlots.empty())
+      buf.stateSlots[s] = seq.stateSlot;
     std::copy(seq.blocks.begin(), seq.blocks.end(), buf.blockTables.begin() + s * width);
   }
   buf.seqStarts[numSeqs] = t;

@@ -51,7 +51,7 @@ struct SchedulerOutput {
 /// The step input arrays, owned so they are reused across steps.
 struct StepBuffers {
   std::vector<int32_t> tokens, positions, slotMapping, seqStarts, contextLens, blockTables,
-      logitsRows;
+      logitsRows, stateSlots;
   int32_t maxBlocksPerSeq = 0;
   StepBatch view() const;
 };
@@ -91,6 +91,8 @@ public:
 private:
   bool allocateSlots(Sequence *seq, int32_t numNewTokens, const std::vector<BlockId> &hits);
   void preempt(Sequence *seq);
+  /// Gives `seq`'s state slot back (when it holds one).
+  void releaseStateSlot(Sequence *seq);
   void computeHashes(Sequence *seq, int32_t numFullBlocks);
 
   EngineConfig config_;
@@ -98,6 +100,8 @@ private:
   std::deque<Sequence *> waiting_;
   std::vector<Sequence *> running_; // admission order
   SchedulerCounters counters_;
+  /// State slots no running sequence holds (EngineConfig::numStateSlots).
+  std::vector<int32_t> freeStateSlots_;
 };
 
 } // namespace volt::engine

@@ -42,6 +42,9 @@ struct Sequence {
   int32_t numCachedBlocks = 0;
   /// -1 until first admitted.
   int32_t cachedPromptTokens = -1;
+  /// The state slot held while running (-1: none, or the plan has no
+  /// recurrent state).
+  int32_t stateSlot = -1;
 
   bool running = false;
   /// In the step being executed: only the engine thread touches it.

@@ -44,6 +44,10 @@ struct StepBatch {
   /// i32[S]: the token row whose logits each sequence needs, its last token
   /// of the step (StepInput.LogitsRows).
   std::span<const int32_t> logitsRows;
+  /// i32[S]: each sequence's state slot for the plan's recurrent layers, or
+  /// -1 for none (StepInput.StateSlots); may be empty for a plan without
+  /// recurrent state.
+  std::span<const int32_t> stateSlots;
 };
 
 /// A step's sampling candidates (templates/top_candidates.cu; the
@@ -95,8 +99,12 @@ public:
   ///
   /// Blocks named in a block table and not written this step hold keys and
   /// values written by earlier steps (possibly of another sequence, when a
-  /// prefix-cached block is shared); the backend must not rely on any other
-  /// state kept between steps. Called from one thread at a time.
+  /// prefix-cached block is shared). A sequence's state slot holds its
+  /// recurrent state after its last step, unless this step starts it at
+  /// position 0 (then it starts from zeros); the engine keeps a slot for
+  /// one sequence from its first step to its last. The backend must not
+  /// rely on any other state kept between steps. Called from one thread at
+  /// a time.
   virtual Status runStep(const StepBatch &batch, std::span<float> logits) = 0;
 };
 

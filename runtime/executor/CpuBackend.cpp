@@ -1,6 +1,8 @@
 //===- CpuBackend.cpp -----------------------------------------------------===//
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/cpu/TopCandidates.h"
+#include "runtime/plan/Caches.h"
+#include "runtime/plan/StepOperands.h"
 
 #include "runtime/cpu/Ops.h"
 #include "runtime/numerics/Half.h"
@@ -32,26 +34,6 @@ AlignedBytes alignedZeros(uint64_t bytes) {
   return AlignedBytes(p);
 }
 
-std::span<const int32_t> stepInput(const engine::StepBatch &batch, plan::StepInput input) {
-  switch (input) {
-  case plan::StepInput::Tokens:
-    return batch.tokens;
-  case plan::StepInput::Positions:
-    return batch.positions;
-  case plan::StepInput::SlotMapping:
-    return batch.slotMapping;
-  case plan::StepInput::SeqStarts:
-    return batch.seqStarts;
-  case plan::StepInput::ContextLens:
-    return batch.contextLens;
-  case plan::StepInput::BlockTables:
-    return batch.blockTables;
-  case plan::StepInput::LogitsRows:
-    return batch.logitsRows;
-  }
-  return {};
-}
-
 } // namespace
 
 struct CpuBackend::Shared {
@@ -76,9 +58,11 @@ struct CpuBackend::RankState {
   /// Kernel scratch (Rank.workspace_bytes); the cpu ops need none, but
   /// operands may point into it.
   AlignedBytes workspace;
-  /// K and V of every layer: [layers][blocks][block_size][kv_heads][head_dim].
-  std::vector<uint16_t> keys, values;
-  uint64_t layerElements = 0;
+  /// The cache region (Rank.cache_bytes): every cache group's layers as
+  /// runtime/plan/Caches.h lays them out (a paged layer's K blocks, then
+  /// its V blocks; a state layer's slots).
+  AlignedBytes caches;
+  uint64_t cacheBytes = 0;
   std::unique_ptr<cpu::ThreadPool> pool;
   /// Where ranks other than 0 write step outputs (only rank 0's are read).
   std::vector<float> outputScratch;
@@ -129,16 +113,13 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
     state->arenaBytes = r->arena_bytes();
     state->arena = alignedZeros(r->arena_bytes());
     state->workspace = alignedZeros(r->workspace_bytes());
-    const plan::KvCache *kv = r->kv_cache();
-    state->layerElements = static_cast<uint64_t>(kv->num_blocks()) * kv->block_size() *
-                           kv->num_kv_heads() * kv->head_dim();
-    uint64_t kvElements = state->layerElements * kv->num_layers();
-    if (!state->arena || kvElements > (1ull << 36))
+    state->cacheBytes = r->cache_bytes();
+    if (state->cacheBytes <= (1ull << 38))
+      state->caches = alignedZeros(state->cacheBytes);
+    if (!state->arena || !state->workspace || !state->caches)
       return Error("cannot allocate the host memory of rank " + std::to_string(r->rank()) +
-                   " (arena " + std::to_string(r->arena_bytes()) + " bytes, KV cache " +
-                   std::to_string(kvElements * 4) + " bytes)");
-    state->keys.assign(kvElements, 0);
-    state->values.assign(kvElements, 0);
+                   " (arena " + std::to_string(r->arena_bytes()) + " bytes, caches " +
+                   std::to_string(state->cacheBytes) + " bytes)");
     state->pool = std::make_unique<cpu::ThreadPool>(backend->shared_->threadsPerRank);
     if (r->rank() != 0)
       state->outputScratch.assign(outputFloats, 0.0f);
@@ -154,7 +135,7 @@ CpuBackend::~CpuBackend() = default;
 uint64_t CpuBackend::hostBytes() const {
   uint64_t total = 0;
   for (const auto &r : ranks_)
-    total += r->arenaBytes + (r->keys.size() + r->values.size()) * 2;
+    total += r->arenaBytes + r->cacheBytes;
   return total + shared_->rows.capacity() * sizeof(float); // the candidate steps' rows
 }
 
@@ -183,7 +164,8 @@ void CpuBackend::observe(RankState &rs, uint32_t opIndex, const plan::Op &op,
       break;
     }
     case OperandKind::Input: {
-      std::span<const int32_t> in = stepInput(batch, static_cast<plan::StepInput>(o->index()));
+      std::span<const int32_t> in =
+          plan::stepInput(batch, static_cast<plan::StepInput>(o->index()));
       bytes = {reinterpret_cast<const uint8_t *>(in.data()), in.size_bytes()};
       break;
     }
@@ -193,7 +175,7 @@ void CpuBackend::observe(RankState &rs, uint32_t opIndex, const plan::Op &op,
                S * plan_.plan().model()->vocab_size() * sizeof(float)};
       break;
     }
-    case OperandKind::KvCache:
+    case OperandKind::Cache:
     case OperandKind::Workspace:
       break;
     }
@@ -259,35 +241,11 @@ Status CpuBackend::fetchRows(std::span<const int32_t> seqs, std::span<float> row
 Status CpuBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
   shared_->rowSeqs = 0; // a candidate step's rows are gone
   const plan::Plan &p = plan_.plan();
-  const plan::Limits *limits = p.limits();
-  uint32_t vocab = p.model()->vocab_size();
-  if (batch.numTokens < 1 ||
-      static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
-    return Error("step of " + std::to_string(batch.numTokens) + " tokens; the plan serves 1.." +
-                 std::to_string(limits->max_num_batched_tokens()) + " per step");
-  if (batch.numSeqs < 1 || batch.numSeqs > batch.numTokens ||
-      static_cast<uint32_t>(batch.numSeqs) > limits->max_num_seqs())
-    return Error("step of " + std::to_string(batch.numSeqs) + " sequences; the plan serves 1.." +
-                 std::to_string(limits->max_num_seqs()));
+  const uint32_t vocab = p.model()->vocab_size();
+  VOLT_RETURN_IF_ERROR(plan::checkStep(p, batch));
   if (logits.size() != static_cast<size_t>(batch.numSeqs) * vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
                  std::to_string(batch.numSeqs) + " sequences x " + std::to_string(vocab));
-  for (int32_t t : batch.tokens)
-    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
-      return Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
-                   std::to_string(vocab - 1) + ")");
-  if (static_cast<uint32_t>(batch.maxBlocksPerSeq) != limits->max_blocks_per_seq())
-    return Error("block tables of width " + std::to_string(batch.maxBlocksPerSeq) +
-                 ", the plan's is " + std::to_string(limits->max_blocks_per_seq()));
-  uint32_t blocks = ranks_.front()->rank->kv_cache()->num_blocks();
-  uint32_t blockSize = ranks_.front()->rank->kv_cache()->block_size();
-  for (int32_t slot : batch.slotMapping)
-    if (slot >= 0 && static_cast<uint64_t>(slot) >= static_cast<uint64_t>(blocks) * blockSize)
-      return Error("KV slot " + std::to_string(slot) + " is outside the cache (" +
-                   std::to_string(blocks) + " blocks of " + std::to_string(blockSize) + ")");
-  for (int32_t block : batch.blockTables)
-    if (block < 0 || static_cast<uint32_t>(block) >= blocks)
-      return Error("block table entry " + std::to_string(block) + " is outside the cache");
 
   // Ranks 1.. run on their own threads; rank 0 on the caller's.
   std::vector<std::thread> others;
@@ -303,47 +261,37 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
   const plan::Rank *rank = rs.rank;
   const int64_t T = batch.numTokens, S = batch.numSeqs;
   cpu::ThreadPool &pool = *rs.pool;
-  const plan::KvCache *kv = rank->kv_cache();
 
-  auto buffer = [&](const plan::Operand *o) -> const plan::Buffer * {
-    return o->kind() == OperandKind::Arena ? rank->buffers()->Get(o->index()) : nullptr;
-  };
   auto weight = [&](const plan::Operand *o) -> const plan::WeightEntry * {
     return o->kind() == OperandKind::Weight ? rank->weights()->Get(o->index()) : nullptr;
   };
+  // Where an operand lies (plan::operandPlace, checked by the loader).
   auto pointer = [&](const plan::Operand *o) -> uint8_t * {
-    switch (o->kind()) {
-    case OperandKind::Arena:
-      return rs.arena.get() + rank->buffers()->Get(o->index())->offset();
-    case OperandKind::Weight:
-      return const_cast<uint8_t *>(rs.pack.data()) + rank->weights()->Get(o->index())->offset();
-    case OperandKind::Output:
-      return reinterpret_cast<uint8_t *>(rs.index == 0 ? logits.data() : rs.outputScratch.data());
-    case OperandKind::Input:
-      return reinterpret_cast<uint8_t *>(
-          const_cast<int32_t *>(stepInput(batch, static_cast<plan::StepInput>(o->index())).data()));
-    case OperandKind::KvCache:
+    auto place = plan::operandPlace(*rank, *o);
+    if (!place)
       return nullptr;
-    case OperandKind::Workspace:
-      return rs.workspace.get() + o->index();
+    switch (place->region) {
+    case plan::Region::Arena:
+      return rs.arena.get() + place->offset;
+    case plan::Region::Weights:
+      return const_cast<uint8_t *>(rs.pack.data()) + place->offset;
+    case plan::Region::Output:
+      return reinterpret_cast<uint8_t *>(rs.index == 0 ? logits.data() : rs.outputScratch.data());
+    case plan::Region::Input:
+      return reinterpret_cast<uint8_t *>(
+          const_cast<int32_t *>(plan::stepInput(batch, place->input).data()));
+    case plan::Region::Cache:
+      return rs.caches.get() + place->offset;
+    case plan::Region::Workspace:
+      return rs.workspace.get() + place->offset;
     }
     return nullptr;
   };
-  // Rows of an activation: per-token buffers hold T rows; per-sequence
-  // buffers (what follows the gather of each sequence's last token) and the
-  // step output hold S.
-  auto rows = [&](const plan::Operand *o) -> int64_t {
-    if (o->kind() == OperandKind::Output)
-      return S;
-    const plan::Buffer *b = buffer(o);
-    return b && b->per_token_bytes() == 0 ? S : T;
+  auto rows = [&](const plan::Operand *o) {
+    return static_cast<int64_t>(
+        plan::operandRows(*rank, *o, static_cast<uint64_t>(T), static_cast<uint64_t>(S)));
   };
-  auto dtype = [&](const plan::Operand *o) {
-    const plan::Buffer *b = buffer(o);
-    if (o->kind() == OperandKind::Output)
-      return cpu::DType::F32;
-    return b ? cpuDtype(b->dtype()) : cpu::DType::F16;
-  };
+  auto dtype = [&](const plan::Operand *o) { return cpuDtype(plan::operandDtype(*rank, *o)); };
   auto f16 = [&](const plan::Operand *o) { return reinterpret_cast<uint16_t *>(pointer(o)); };
   auto i32 = [&](const plan::Operand *o) { return reinterpret_cast<int32_t *>(pointer(o)); };
   auto nvfp4 = [&](const plan::Operand *o) {
@@ -431,10 +379,10 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     }
     case OpKind::Attention: {
       const auto *pm = op->params_as_AttentionParams();
-      uint64_t layer = at(1)->index();
-      cpu::PagedKvCache cache{rs.keys.data() + layer * rs.layerElements,
-                              rs.values.data() + layer * rs.layerElements, kv->num_blocks(),
-                              kv->block_size()};
+      const plan::CacheGroup *kv = plan::pagedKvGroup(*rank);
+      uint16_t *keys = f16(at(1));
+      const uint64_t layerHalf = plan::cacheLayerBytes(*kv) / 4; // K's halves, then V's
+      cpu::PagedKvCache cache{keys, keys + layerHalf, kv->num_blocks(), kv->block_size()};
       cpu::StepBatch meta{i32(at(2)), i32(at(3)), i32(at(4)), i32(at(5)), batch.maxBlocksPerSeq};
       cpu::attention({T, S, pm->num_heads(), pm->num_kv_heads(), pm->head_dim()}, f16(at(0)), meta,
                      cache, f16(at(6)), pool);

@@ -1,6 +1,7 @@
 //===- PlanFile.cpp -------------------------------------------------------===//
 #include "runtime/plan/PlanFile.h"
 
+#include "runtime/plan/Caches.h"
 #include "runtime/schema/Ops.h"
 
 #include <xxhash.h>
@@ -68,10 +69,26 @@ Status checkConsistency(const Plan &p, const std::string &name) {
       p.limits()->max_model_len() == 0)
     return Error(name + ": the plan's vocabulary size and limits must be positive");
   VOLT_RETURN_IF_ERROR(checkSampler(p, name));
+  // Every rank serves the same sequences: one engine's block tables and
+  // state slots address all of them.
+  const Rank *first = p.ranks()->Get(0);
+  for (const Rank *r : *p.ranks()) {
+    if (!r->caches())
+      return Error(name + ": rank " + std::to_string(r->rank()) + " lacks its caches");
+    const CacheGroup *kv = pagedKvGroup(*r), *kv0 = pagedKvGroup(*first);
+    if (!kv)
+      return Error(name + ": rank " + std::to_string(r->rank()) +
+                   " has no paged KV cache group (a model without attention layers is not served)");
+    if (!kv0 || kv->num_blocks() != kv0->num_blocks() || kv->block_size() != kv0->block_size() ||
+        stateSlotCount(*r) != stateSlotCount(*first))
+      return Error(name + ": rank " + std::to_string(r->rank()) +
+                   "'s KV blocks or state slots differ from rank 0's");
+  }
   for (const Rank *r : *p.ranks()) {
     std::string where = name + ": rank " + std::to_string(r->rank());
-    if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->kv_cache())
-      return Error(where + " lacks its program, buffers, weights, pack or KV cache");
+    if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->caches())
+      return Error(where + " lacks its program, buffers, weights, pack or caches");
+    VOLT_RETURN_IF_ERROR(checkCaches(*r, p.limits()->max_num_seqs(), where));
     for (const Buffer *b : *r->buffers())
       if (b->offset() + b->bytes() < b->offset() || b->offset() + b->bytes() > r->arena_bytes())
         return Error(where + ": buffer '" + (b->name() ? b->name()->str() : "?") +
@@ -122,8 +139,8 @@ Status checkConsistency(const Plan &p, const std::string &name) {
         case OperandKind::Output:
           ok = o->index() <= static_cast<uint32_t>(StepOutput::MAX);
           break;
-        case OperandKind::KvCache:
-          ok = o->index() < r->kv_cache()->num_layers();
+        case OperandKind::Cache:
+          ok = o->index() < cacheLayerCount(*r);
           break;
         case OperandKind::Workspace:
           ok = o->index() < r->workspace_bytes();

@@ -9,7 +9,8 @@ namespace volt::plan {
 
 /// The version this build reads and writes. Bump it on any change an older
 /// runtime would misread (plan.fbs's header says when). 2: typed params per
-/// op kind (the OpParams union of ops.fbs).
+/// op kind (the OpParams union of ops.fbs); cache groups (Rank.caches)
+/// with state slots in place of one KV cache indexed by layer.
 inline constexpr uint32_t kFormatVersion = 2;
 
 /// Weight-pack entries start on this boundary.

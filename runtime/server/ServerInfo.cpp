@@ -1,6 +1,8 @@
 //===- ServerInfo.cpp -----------------------------------------------------===//
 #include "runtime/server/ServerInfo.h"
 
+#include "runtime/plan/Caches.h"
+
 #include "runtime/support/Strings.h"
 
 #include <cstdio>
@@ -31,14 +33,22 @@ std::string describePlan(const serving::Session &session) {
                 session.backendName().c_str(), session.backendReason().c_str());
   if (p.ranks())
     for (const plan::Rank *r : *p.ranks()) {
-      const auto *kv = r->kv_cache();
-      uint64_t weights = r->pack() ? r->pack()->bytes() : 0;
+      const plan::CacheGroup *kv = plan::pagedKvGroup(*r);
+      uint64_t weights = r->pack() ? r->pack()->bytes() : 0, state = 0;
+      if (r->caches())
+        for (const plan::CacheGroup *g : *r->caches())
+          state += g->kind() == plan::CacheKind::StateSlots ? g->bytes() : 0;
       out += format("  rank %-5u weights %s, activations %s, workspace %s, KV cache %s "
-                    "(%u blocks x %u tokens), %s in all\n",
+                    "(%u blocks x %u tokens)%s, %s in all\n",
                     r->rank(), formatBytes(weights).c_str(), formatBytes(r->arena_bytes()).c_str(),
                     formatBytes(r->workspace_bytes()).c_str(),
                     formatBytes(kv ? kv->bytes() : 0).c_str(), kv ? kv->num_blocks() : 0,
-                    kv ? kv->block_size() : 0, formatBytes(r->device_bytes()).c_str());
+                    kv ? kv->block_size() : 0,
+                    state ? format(", recurrent state %s (%u slots)", formatBytes(state).c_str(),
+                                   plan::stateSlotCount(*r))
+                                .c_str()
+                          : "",
+                    formatBytes(r->device_bytes()).c_str());
     }
   if (const auto *l = p.limits())
     out += format("  limits     max_model_len %u, max_num_seqs %u, max_num_batched_tokens %u, "

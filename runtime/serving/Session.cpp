@@ -3,6 +3,7 @@
 
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/Caches.h"
 
 #include <algorithm>
 #include <chrono>
@@ -129,8 +130,10 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
   const plan::Rank *rank0 = p.ranks()->Get(0);
   engine::EngineConfig config;
   config.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
-  config.blockSize = static_cast<int32_t>(rank0->kv_cache()->block_size());
-  config.numKvBlocks = static_cast<int32_t>(rank0->kv_cache()->num_blocks());
+  // The loader checked that every rank has the paged KV group.
+  config.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
+  config.numKvBlocks = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
+  config.numStateSlots = static_cast<int32_t>(plan::stateSlotCount(*rank0));
   config.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
   config.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
   config.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());

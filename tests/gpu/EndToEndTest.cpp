@@ -18,6 +18,7 @@
 #include "runtime/cpu/TopCandidates.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/Caches.h"
 #include "runtime/plan/PlanFile.h"
 #include "tests/support/RouterTies.h"
 
@@ -125,7 +126,7 @@ TEST(GpuEndToEnd, CudaBackendMatchesCpuBackend) {
     const plan::Plan &p = (*gpuPlan)->plan();
     const int32_t vocab = static_cast<int32_t>(p.model()->vocab_size());
     const int32_t seqs = static_cast<int32_t>(std::min<uint32_t>(3, p.limits()->max_num_seqs()));
-    Steps steps{static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size()),
+    Steps steps{static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size()),
                 static_cast<int32_t>(p.limits()->max_blocks_per_seq()),
                 {},
                 {}};

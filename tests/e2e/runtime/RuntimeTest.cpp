@@ -3,6 +3,7 @@
 // batched with other requests, prefilled in one step or in chunks; and the
 // cpu backend's op observer.
 #include "PlanFixture.h"
+#include "runtime/plan/Caches.h"
 
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/serving/Generate.h"
@@ -61,7 +62,7 @@ std::vector<float> prefillLogits(const std::filesystem::path &planPath,
   auto backend = executor::CpuBackend::create(**loaded);
   EXPECT_TRUE(backend.ok()) << backend.message();
   const plan::Plan &p = (*loaded)->plan();
-  int32_t blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
+  int32_t blockSize = static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size());
   int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   int32_t n = static_cast<int32_t>(ids.size());
   std::vector<int32_t> positions(ids.size()), slots(ids.size()),
@@ -373,7 +374,8 @@ TEST(CpuBackendObserver, SeesEveryOpOfEveryRankInOrderAndTheRoutersChoices) {
   auto backend = executor::CpuBackend::create(**loaded, {.threads = 2});
   ASSERT_TRUE(backend.ok()) << backend.message();
   const int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
-  const int32_t blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
+  const int32_t blockSize =
+      static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size());
 
   struct Seen {
     uint32_t opIndex;

@@ -6,6 +6,7 @@ volt_plan_schema(fuzz_schema SOURCE_DIR ${VOLT_SOURCE_DIR}/runtime/schema
                  OUTPUT_DIR ${CMAKE_BINARY_DIR}/runtime/schema)
 volt_fuzz_target(plan_loader_fuzzer
   SOURCES tests/fuzz/plan/PlanLoaderFuzzer.cpp
+          runtime/plan/Caches.cpp
           runtime/plan/PlanFile.cpp
           runtime/schema/Ops.cpp
           runtime/support/MappedFile.cpp

@@ -156,7 +156,12 @@ std::filesystem::path writePlan(const std::string &arch) {
       b, 0, b.CreateVector(std::vector<flatbuffers::Offset<plan::Op>>{}),
       b.CreateVector(std::vector<flatbuffers::Offset<plan::Buffer>>{}), 0, 0, 0,
       b.CreateVector(std::vector<flatbuffers::Offset<plan::WeightEntry>>{}),
-      plan::CreateWeightPack(b, b.CreateString("weights.rank0.bin"), 0, 0), plan::CreateKvCache(b));
+      plan::CreateWeightPack(b, b.CreateString("weights.rank0.bin"), 0, 0),
+      b.CreateVector(std::vector<flatbuffers::Offset<plan::CacheGroup>>{
+          plan::CreateCacheGroup(b, plan::CacheKind::PagedKv, b.CreateString("kv"),
+                                 b.CreateVector(std::vector<uint32_t>{0}), plan::DType::F16, 1, 16,
+                                 1, 8, 0, 0, 0, 2 * 16 * 8 * 2)}),
+      2 * 16 * 8 * 2);
   auto model = plan::CreateModelInfo(b, b.CreateString("Qwen3MoeForCausalLM"), 512);
   auto limits = plan::CreateLimits(b, 2048, 8, 64, 128);
   auto root = plan::CreatePlan(b, plan::kFormatVersion, 0, 0, 0, 0, b.CreateString(arch), 0, 1,

@@ -2,6 +2,7 @@
 #include "tests/unit/cuda/PlanEmulator.h"
 
 #include "runtime/cpu/TopCandidates.h"
+#include "runtime/plan/Caches.h"
 
 #include <gtest/gtest.h>
 
@@ -91,10 +92,9 @@ uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64
     return rest(r->buffers()->Get(a.index)->bytes());
   case OperandKind::Weight:
     return rest(r->weights()->Get(a.index)->bytes());
-  case OperandKind::KvCache: {
-    const plan::KvCache *kv = r->kv_cache();
-    return rest(uint64_t{kv->num_blocks()} * kv->block_size() * kv->num_kv_heads() *
-                kv->head_dim() * 2 * 2);
+  case OperandKind::Cache: {
+    auto layer = plan::cacheLayer(*r, a.index);
+    return layer ? rest(layer->bytes) : 1;
   }
   case OperandKind::Workspace:
     return rest(r->workspace_bytes() - a.index);
@@ -182,12 +182,11 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
     if (!fake_.deviceBytes(launch.device, pointer, bytes, what))
       continue;
     // Every operand of a kind hangs off one base address: the workspace
-    // off the arena's (it follows the arena), a layer's KV cache off the
-    // cache's (each layer's K, then its V).
+    // off the arena's (it follows the arena), a cache layer off the cache
+    // region's (runtime/plan/Caches.h).
     uint64_t within = a.offset;
     int kind = static_cast<int>(a.operand);
     uint32_t group = 0;
-    const plan::KvCache *kv = pr->kv_cache();
     switch (a.operand) {
     case OperandKind::Arena:
       within += pr->buffers()->Get(a.index)->offset();
@@ -199,10 +198,11 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
       within += pr->arena_bytes() + a.index;
       kind = static_cast<int>(OperandKind::Arena);
       break;
-    case OperandKind::KvCache:
-      within += uint64_t{a.index} * 2 * kv->num_blocks() * kv->block_size() * kv->num_kv_heads() *
-                kv->head_dim() * 2;
+    case OperandKind::Cache: {
+      auto layer = plan::cacheLayer(*pr, a.index);
+      within += layer ? layer->offset : 0;
       break;
+    }
     case OperandKind::Input:
       group = a.index; // an array each
       break;

@@ -28,6 +28,7 @@
 #include "runtime/cpu/TopCandidates.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/Caches.h"
 #include "runtime/plan/PlanFile.h"
 #include "tests/support/RouterTies.h"
 #include "tests/unit/codegen/NvrtcAvailable.h"
@@ -164,10 +165,11 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   const int32_t k = gpu.candidatesPerSeq();
   ASSERT_GT(k, 0) << "the plan has no sampler";
   Sequences seqs;
-  seqs.blockSize = static_cast<int32_t>(p.ranks()->Get(0)->kv_cache()->block_size());
+  seqs.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size());
   seqs.maxBlocks = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   seqs.vocab = vocab;
-  ASSERT_GE(p.ranks()->Get(0)->kv_cache()->num_blocks(), static_cast<uint32_t>(4 * seqs.maxBlocks))
+  ASSERT_GE(plan::pagedKvGroup(*p.ranks()->Get(0))->num_blocks(),
+            static_cast<uint32_t>(4 * seqs.maxBlocks))
       << "the KV cache holds fewer blocks than the test's sequences use";
   // Three short prompts and one past split_k_tokens, whose decode
   // attention then splits (templates/common/split_attention.cuh).

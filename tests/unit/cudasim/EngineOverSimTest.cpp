@@ -32,6 +32,7 @@
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/executor/CpuBackend.h"
+#include "runtime/plan/Caches.h"
 #include "runtime/plan/PlanFile.h"
 #include "tests/support/RouterTies.h"
 #include "tests/unit/codegen/NvrtcAvailable.h"
@@ -274,8 +275,8 @@ void runBothEngines(const SimModel &m, int32_t kvBlocks) {
   const plan::Rank *rank0 = p.ranks()->Get(0);
   engine::EngineConfig config;
   config.vocabSize = vocab;
-  config.blockSize = static_cast<int32_t>(rank0->kv_cache()->block_size());
-  config.numKvBlocks = static_cast<int32_t>(rank0->kv_cache()->num_blocks());
+  config.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
+  config.numKvBlocks = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
   config.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
   config.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
   config.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());

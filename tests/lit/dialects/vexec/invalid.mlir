@@ -85,7 +85,7 @@ func.func @kernels_not_dictionaries(%b: !vexec.buffer) {
 // -----
 
 func.func @unknown_input() {
-  // expected-error @+1 {{unknown name 'token_ids' (valid: tokens, positions, slot_mapping, seq_starts, context_lens, block_tables, logits_rows)}}
+  // expected-error @+1 {{unknown name 'token_ids' (valid: tokens, positions, slot_mapping, seq_starts, context_lens, block_tables, logits_rows, state_slots)}}
   %t = vexec.input {name = "token_ids"} : !vexec.buffer
   return
 }
@@ -122,5 +122,37 @@ func.func @alloc_without_size() {
   // expected-error @+1 {{buffer 'h' has no size}}
   %h = vexec.alloc {name = "h", dtype = f16, per_token_bytes = 0 : i64, fixed_bytes = 0 : i64}
       : !vexec.buffer
+  return
+}
+
+// -----
+
+func.func @state_in_the_kv_group() {
+  // expected-error @+1 {{needs a group name other than 'kv' (the paged KV group's)}}
+  %s = vexec.state {group = "kv", layer = 0 : i64, dtype = f32, slot_bytes = 64 : i64} : !vexec.buffer
+  return
+}
+
+// -----
+
+func.func @state_without_bytes() {
+  // expected-error @+1 {{slot_bytes 0 is outside (0, 2^36]}}
+  %s = vexec.state {group = "ema", layer = 0 : i64, dtype = f32, slot_bytes = 0 : i64} : !vexec.buffer
+  return
+}
+
+// -----
+
+func.func @state_of_integers() {
+  // expected-error @+1 {{dtype must be f32, f16 or bf16, found 'i32'}}
+  %s = vexec.state {group = "ema", layer = 0 : i64, dtype = i32, slot_bytes = 64 : i64} : !vexec.buffer
+  return
+}
+
+// -----
+
+func.func @negative_layer() {
+  // expected-error @+1 {{layer -1 is outside [0, 2^32)}}
+  %kv = vexec.kv_cache {layer = -1 : i64} : !vexec.buffer
   return
 }

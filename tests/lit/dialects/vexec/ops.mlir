@@ -8,6 +8,7 @@
 // CHECK: vexec.input {name = "logits_rows"}
 // CHECK: vexec.output {name = "logits"}
 // CHECK: vexec.kv_cache {layer = 3 : i64}
+// CHECK: vexec.state {dtype = f32, group = "ema", layer = 0 : i64, slot_bytes = 256 : i64}
 // CHECK: vexec.weight {{{.*}}name = "model.layers.0.self_attn.qkv"
 // CHECK: vexec.alloc {{{.*}}name = "h"
 // CHECK: vexec.launch "QLinear"(%{{.*}}, %{{.*}}, %{{.*}}) {kernels = [], name = "qkv", params = {dim = 64 : i64, out_features = 64 : i64}}
@@ -18,6 +19,8 @@ func.func @step() {
   %rows = vexec.input {name = "logits_rows"} : !vexec.buffer
   %logits = vexec.output {name = "logits"} : !vexec.buffer
   %kv = vexec.kv_cache {layer = 3 : i64} : !vexec.buffer
+  %ema = vexec.state {group = "ema", layer = 0 : i64, dtype = f32, slot_bytes = 256 : i64}
+      : !vexec.buffer
   %w = vexec.weight {name = "model.layers.0.self_attn.qkv", names = ["q", "k", "v"],
       part_rows = array<i64: 32, 16, 16>, layout = "nvfp4", dtype = ui8,
       shape = array<i64: 64, 64>, experts = 0 : i64, global_scales = array<f32: 1.0, 1.0, 1.0>}

@@ -1,0 +1,169 @@
+//===- StepOperands.cpp ---------------------------------------------------===//
+#include "runtime/plan/StepOperands.h"
+
+#include "runtime/plan/Caches.h"
+#include "runtime/schema/Ops.h"
+
+#include <vector>
+
+namespace volt::plan {
+
+Result<OperandPlace> operandPlace(const Rank &rank, const Operand &o) {
+  OperandPlace p;
+  switch (o.kind()) {
+  case OperandKind::Arena:
+    if (o.index() >= rank.buffers()->size())
+      break;
+    p.region = Region::Arena;
+    p.offset = rank.buffers()->Get(o.index())->offset();
+    return p;
+  case OperandKind::Weight:
+    if (o.index() >= rank.weights()->size())
+      break;
+    p.region = Region::Weights;
+    p.offset = rank.weights()->Get(o.index())->offset();
+    return p;
+  case OperandKind::Input:
+    if (o.index() > static_cast<uint32_t>(StepInput::MAX))
+      break;
+    p.region = Region::Input;
+    p.input = static_cast<StepInput>(o.index());
+    return p;
+  case OperandKind::Output:
+    if (o.index() > static_cast<uint32_t>(StepOutput::MAX))
+      break;
+    p.region = Region::Output;
+    return p;
+  case OperandKind::Cache: {
+    auto layer = cacheLayer(rank, o.index());
+    if (!layer)
+      break;
+    p.region = Region::Cache;
+    p.offset = layer->offset;
+    return p;
+  }
+  case OperandKind::Workspace:
+    if (o.index() >= rank.workspace_bytes())
+      break;
+    p.region = Region::Workspace;
+    p.offset = o.index();
+    return p;
+  }
+  return Error("operand " + std::to_string(static_cast<int>(o.kind())) + ":" +
+               std::to_string(o.index()) + " is outside the plan");
+}
+
+uint64_t operandRows(const Rank &rank, const Operand &o, uint64_t tokens, uint64_t seqs) {
+  if (o.kind() == OperandKind::Output)
+    return seqs;
+  if (o.kind() == OperandKind::Arena && o.index() < rank.buffers()->size() &&
+      rank.buffers()->Get(o.index())->per_token_bytes() == 0)
+    return seqs;
+  return tokens;
+}
+
+DType operandDtype(const Rank &rank, const Operand &o) {
+  if (o.kind() == OperandKind::Output)
+    return DType::F32;
+  if (o.kind() == OperandKind::Arena && o.index() < rank.buffers()->size())
+    return rank.buffers()->Get(o.index())->dtype();
+  return DType::F16;
+}
+
+std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput input) {
+  switch (input) {
+  case StepInput::Tokens:
+    return batch.tokens;
+  case StepInput::Positions:
+    return batch.positions;
+  case StepInput::SlotMapping:
+    return batch.slotMapping;
+  case StepInput::SeqStarts:
+    return batch.seqStarts;
+  case StepInput::ContextLens:
+    return batch.contextLens;
+  case StepInput::BlockTables:
+    return batch.blockTables;
+  case StepInput::LogitsRows:
+    return batch.logitsRows;
+  case StepInput::StateSlots:
+    return batch.stateSlots;
+  }
+  return {};
+}
+
+Status checkStep(const Plan &p, const engine::StepBatch &batch) {
+  const Limits *limits = p.limits();
+  const uint32_t vocab = p.model()->vocab_size();
+  if (batch.numTokens < 1 ||
+      static_cast<uint32_t>(batch.numTokens) > limits->max_num_batched_tokens())
+    return Error("step of " + std::to_string(batch.numTokens) + " tokens; the plan serves 1.." +
+                 std::to_string(limits->max_num_batched_tokens()) + " per step");
+  if (batch.numSeqs < 1 || batch.numSeqs > batch.numTokens ||
+      static_cast<uint32_t>(batch.numSeqs) > limits->max_num_seqs())
+    return Error("step of " + std::to_string(batch.numSeqs) + " sequences; the plan serves 1.." +
+                 std::to_string(limits->max_num_seqs()));
+  if (static_cast<uint32_t>(batch.maxBlocksPerSeq) != limits->max_blocks_per_seq())
+    return Error("block tables of width " + std::to_string(batch.maxBlocksPerSeq) +
+                 ", the plan's is " + std::to_string(limits->max_blocks_per_seq()));
+  const Rank &rank = *p.ranks()->Get(0);
+  const uint32_t stateSlots = stateSlotCount(rank);
+  const size_t T = static_cast<size_t>(batch.numTokens), S = static_cast<size_t>(batch.numSeqs);
+  for (StepInput input : EnumValuesStepInput()) {
+    size_t expected = T;
+    switch (input) {
+    case StepInput::Tokens:
+    case StepInput::Positions:
+    case StepInput::SlotMapping:
+      expected = T;
+      break;
+    case StepInput::SeqStarts:
+      expected = S + 1;
+      break;
+    case StepInput::ContextLens:
+    case StepInput::LogitsRows:
+      expected = S;
+      break;
+    case StepInput::BlockTables:
+      expected = S * static_cast<size_t>(batch.maxBlocksPerSeq);
+      break;
+    case StepInput::StateSlots:
+      // A plan without recurrent state never reads it: empty is allowed.
+      expected = stateSlots == 0 && stepInput(batch, input).empty() ? 0 : S;
+      break;
+    }
+    const size_t found = stepInput(batch, input).size();
+    if (found != expected)
+      return Error("step input " + ops::snakeCase(EnumNameStepInput(input)) + " holds " +
+                   std::to_string(found) + " values; a step of " + std::to_string(T) +
+                   " tokens and " + std::to_string(S) + " sequences needs " +
+                   std::to_string(expected));
+  }
+  for (int32_t t : batch.tokens)
+    if (t < 0 || static_cast<uint32_t>(t) >= vocab)
+      return Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                   std::to_string(vocab - 1) + ")");
+  const CacheGroup *kv = pagedKvGroup(rank);
+  const uint32_t blocks = kv ? kv->num_blocks() : 0, blockSize = kv ? kv->block_size() : 0;
+  for (int32_t slot : batch.slotMapping)
+    if (slot >= 0 && static_cast<uint64_t>(slot) >= uint64_t{blocks} * blockSize)
+      return Error("KV slot " + std::to_string(slot) + " is outside the cache (" +
+                   std::to_string(blocks) + " blocks of " + std::to_string(blockSize) + ")");
+  for (int32_t block : batch.blockTables)
+    if (block < 0 || static_cast<uint32_t>(block) >= blocks)
+      return Error("block table entry " + std::to_string(block) + " is outside the cache");
+  std::vector<bool> used(stateSlots, false);
+  for (int32_t slot : batch.stateSlots) {
+    if (slot == -1)
+      continue;
+    if (slot < 0 || static_cast<uint32_t>(slot) >= stateSlots)
+      return Error("state slot " + std::to_string(slot) + " is outside the plan's " +
+                   std::to_string(stateSlots) + " slots (or -1)");
+    if (used[static_cast<size_t>(slot)])
+      return Error("state slot " + std::to_string(slot) + " is given to two sequences");
+    used[static_cast<size_t>(slot)] = true;
+  }
+  return Status::success();
+}
+
+} // namespace volt::plan

@@ -1,0 +1,70 @@
+//===- StepOperands.h - a step program's operands and inputs ---*- C++ -*-===//
+//
+// What every backend must decide the same way about a rank's step
+// program, decided here once: where each operand lies (its region and
+// byte offset: a backend adds its base address of the region), how many
+// rows an activation operand has in a step, its element type, and whether
+// a step's inputs fit the plan. The cpu and cuda backends both use these,
+// so that they cannot drift apart.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/engine/StepBackend.h"
+#include "runtime/schema/PlanFormat.h"
+#include "runtime/support/Status.h"
+
+#include <cstdint>
+#include <span>
+
+namespace volt::plan {
+
+/// The memory an operand lives in.
+enum class Region : uint8_t {
+  /// The rank's activation arena (Rank.arena_bytes).
+  Arena,
+  /// The rank's weight pack.
+  Weights,
+  /// A step input array (OperandPlace.input).
+  Input,
+  /// The step output (f32 [S, vocab_size] logits).
+  Output,
+  /// The rank's cache region (Rank.cache_bytes; runtime/plan/Caches.h).
+  Cache,
+  /// The kernel workspace (Rank.workspace_bytes).
+  Workspace,
+};
+
+struct OperandPlace {
+  Region region = Region::Arena;
+  /// Region::Input: which array.
+  StepInput input = StepInput::Tokens;
+  /// Bytes from the start of the region (of the array, for inputs).
+  uint64_t offset = 0;
+};
+
+/// Where `operand` of `rank` lies; an error naming it when it is outside
+/// the plan.
+Result<OperandPlace> operandPlace(const Rank &rank, const Operand &operand);
+
+/// Rows of an activation operand in a step of `tokens` tokens and `seqs`
+/// sequences: the step output and per-sequence buffers (no per-token
+/// bytes: what follows the gather of each sequence's last token) hold S
+/// rows, the others T.
+uint64_t operandRows(const Rank &rank, const Operand &operand, uint64_t tokens, uint64_t seqs);
+
+/// The element type of an activation operand: its buffer's, F32 for the
+/// step output, F16 otherwise.
+DType operandDtype(const Rank &rank, const Operand &operand);
+
+/// The array of `input` in `batch`.
+std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput input);
+
+/// Checks `batch` against `plan`: token and sequence counts within the
+/// limits, every array of the size the step needs, token ids in the
+/// vocabulary, KV slots and block table entries inside the KV cache, state
+/// slots inside the state groups (or -1) and no slot used twice. A plan
+/// without state groups accepts an empty state_slots array.
+Status checkStep(const Plan &plan, const engine::StepBatch &batch);
+
+} // namespace volt::plan

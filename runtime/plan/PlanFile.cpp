@@ -69,21 +69,6 @@ Status checkConsistency(const Plan &p, const std::string &name) {
       p.limits()->max_model_len() == 0)
     return Error(name + ": the plan's vocabulary size and limits must be positive");
   VOLT_RETURN_IF_ERROR(checkSampler(p, name));
-  // Every rank serves the same sequences: one engine's block tables and
-  // state slots address all of them.
-  const Rank *first = p.ranks()->Get(0);
-  for (const Rank *r : *p.ranks()) {
-    if (!r->caches())
-      return Error(name + ": rank " + std::to_string(r->rank()) + " lacks its caches");
-    const CacheGroup *kv = pagedKvGroup(*r), *kv0 = pagedKvGroup(*first);
-    if (!kv)
-      return Error(name + ": rank " + std::to_string(r->rank()) +
-                   " has no paged KV cache group (a model without attention layers is not served)");
-    if (!kv0 || kv->num_blocks() != kv0->num_blocks() || kv->block_size() != kv0->block_size() ||
-        stateSlotCount(*r) != stateSlotCount(*first))
-      return Error(name + ": rank " + std::to_string(r->rank()) +
-                   "'s KV blocks or state slots differ from rank 0's");
-  }
   for (const Rank *r : *p.ranks()) {
     std::string where = name + ": rank " + std::to_string(r->rank());
     if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->caches())
@@ -153,6 +138,21 @@ Status checkConsistency(const Plan &p, const std::string &name) {
                        "' names an operand that does not exist");
       }
     }
+  }
+  // Every rank serves the same sequences: one engine's block tables and
+  // state slots address all of them.
+  const Rank *first = p.ranks()->Get(0);
+  for (const Rank *r : *p.ranks()) {
+    if (!r->caches())
+      return Error(name + ": rank " + std::to_string(r->rank()) + " lacks its caches");
+    const CacheGroup *kv = pagedKvGroup(*r), *kv0 = pagedKvGroup(*first);
+    if (!kv)
+      return Error(name + ": rank " + std::to_string(r->rank()) +
+                   " has no paged KV cache group (a model without attention layers is not served)");
+    if (!kv0 || kv->num_blocks() != kv0->num_blocks() || kv->block_size() != kv0->block_size() ||
+        stateSlotCount(*r) != stateSlotCount(*first))
+      return Error(name + ": rank " + std::to_string(r->rank()) +
+                   "'s KV blocks or state slots differ from rank 0's");
   }
   return Status::success();
 }

@@ -43,6 +43,7 @@ class Harness {
 public:
   explicit Harness(const EngineConfig &config = smallConfig()) {
     model = std::make_unique<FakeModel>(config.vocabSize, config.numKvBlocks, config.blockSize);
+    model->enableState(config.numStateSlots);
     auto e = Engine::create(config, *model);
     EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.message());
     engine = std::move(*e);

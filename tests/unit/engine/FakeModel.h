@@ -9,6 +9,13 @@
 // holds another position is reported as an error. The reference generator
 // computes the same logits from plain token lists.
 //
+// With state slots (enableState), it is also a recurrent model: each
+// sequence's state, a running hash of its tokens, lives in the slot the
+// engine gives it (StepBatch::stateSlots), restarts at position 0, and
+// must equal the hash of the context read back through the KV cache, so
+// that a slot given to two sequences, kept across a preemption or lost
+// between chunks is reported as an error.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -91,6 +98,11 @@ public:
   /// When set, fetchRows fails (a DMA error).
   bool failFetch = false;
 
+  /// Makes the model keep a state per slot (0: none).
+  void enableState(int32_t slots) { states_.assign(size_t(slots), kNoState); }
+  /// The slots each step gave, in batch order.
+  std::vector<std::vector<int32_t>> slotsPerStep;
+
   Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override {
     if (failFetch)
       return Error("fake model: DMA failed");
@@ -118,9 +130,27 @@ public:
     for (int32_t t = 0; t < b.numTokens; ++t)
       kv_[b.slotMapping[t]] = {b.tokens[t], b.positions[t]};
     std::vector<int32_t> context;
+    VOLT_RETURN_IF_ERROR(checkSlots(b));
     for (int32_t s = 0; s < b.numSeqs; ++s) {
       rec.seqLengths.push_back(b.seqStarts[s + 1] - b.seqStarts[s]);
       rec.contextLens.push_back(b.contextLens[s]);
+      uint64_t state = 0;
+      if (!states_.empty()) {
+        const int32_t slot = b.stateSlots[s], begin = b.seqStarts[s];
+        if (b.positions[begin] == 0) {
+          state = kStartState;
+        } else if (slot < 0 || states_[slot] == kNoState) {
+          return Error("fake model: sequence " + std::to_string(s) + " continues at position " +
+                       std::to_string(b.positions[begin]) + " without a state in slot " +
+                       std::to_string(slot));
+        } else {
+          state = states_[slot];
+        }
+        for (int32_t t = begin; t < b.seqStarts[s + 1]; ++t)
+          state = stateStep(state, b.tokens[t]);
+        if (slot >= 0)
+          states_[slot] = state;
+      }
       context.clear();
       for (int32_t p = 0; p < b.contextLens[s]; ++p) {
         int32_t block = b.blockTables[size_t(s) * b.maxBlocksPerSeq + p / blockSize_];
@@ -131,6 +161,14 @@ public:
                        std::to_string(slot.position));
         context.push_back(slot.token);
       }
+      if (!states_.empty()) {
+        uint64_t want = kStartState;
+        for (int32_t t : context)
+          want = stateStep(want, t);
+        if (state != want)
+          return Error("fake model: sequence " + std::to_string(s) + "'s state in slot " +
+                       std::to_string(b.stateSlots[s]) + " is not its own history's");
+      }
       fakeLogits(context, logits.subspan(size_t(s) * vocab_, vocab_));
     }
     steps.push_back(std::move(rec));
@@ -140,6 +178,32 @@ public:
 private:
   std::vector<float> rows_;
   bool rowsValid_ = false;
+
+  static constexpr uint64_t kNoState = 0, kStartState = 0x5eed;
+  static uint64_t stateStep(uint64_t state, int32_t token) {
+    return fakeMix(state * 31 + uint64_t(uint32_t(token)) + 1) | 1; // never kNoState
+  }
+  /// A state per slot (empty: a model without recurrent state).
+  std::vector<uint64_t> states_;
+
+  Status checkSlots(const StepBatch &b) {
+    if (states_.empty())
+      return b.stateSlots.empty() ? Status::success()
+                                  : Error("fake model: state slots for a model without state");
+    if (int32_t(b.stateSlots.size()) != b.numSeqs)
+      return Error("fake model: " + std::to_string(b.stateSlots.size()) + " state slots for " +
+                   std::to_string(b.numSeqs) + " sequences");
+    std::vector<bool> used(states_.size(), false);
+    for (int32_t slot : b.stateSlots) {
+      if (slot < 0 || size_t(slot) >= states_.size())
+        return Error("fake model: state slot " + std::to_string(slot) + " out of range");
+      if (used[size_t(slot)])
+        return Error("fake model: state slot " + std::to_string(slot) + " used twice in a step");
+      used[size_t(slot)] = true;
+    }
+    slotsPerStep.emplace_back(b.stateSlots.begin(), b.stateSlots.end());
+    return Status::success();
+  }
 
   struct Slot {
     int32_t token = -1;

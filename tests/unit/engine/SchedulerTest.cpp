@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace volt::engine {
 namespace {
 
@@ -228,6 +230,59 @@ TEST(Scheduler, PreemptsTheNewestRunningSequence) {
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(h.results[ids[i]].tokens,
               referenceTokens(prompts[i], 14, greedy(14), 0, cfg.vocabSize));
+}
+
+// A recurrent model's state follows each sequence through its slot: more
+// requests than slots (slots are reused), prompts longer than a step's
+// budget (the state carries across chunks), preemptions (a recomputed
+// sequence starts over, in whichever slot is free). The fake model checks
+// every state against the sequence's own history.
+TEST(Scheduler, StateSlotsFollowEachSequence) {
+  for (bool sampled : {false, true}) {
+    EngineConfig cfg = smallConfig();
+    cfg.maxNumSeqs = 4;
+    cfg.numStateSlots = 4;
+    cfg.maxNumBatchedTokens = 16;
+    Harness h(cfg);
+    runAndCheck(h, 12, 21, 40, 12, sampled);
+    EXPECT_EQ(h.engine->stats().numFinished, 12u);
+    size_t used = 0, most = 0;
+    std::set<int32_t> seen;
+    for (const auto &slots : h.model->slotsPerStep) {
+      used += slots.size();
+      most = std::max(most, slots.size());
+      seen.insert(slots.begin(), slots.end());
+    }
+    EXPECT_EQ(seen, (std::set<int32_t>{0, 1, 2, 3})) << "12 requests reuse the 4 slots";
+    EXPECT_EQ(most, 4u);
+    EXPECT_GT(used, 0u);
+  }
+  for (bool sampled : {false, true}) {
+    EngineConfig cfg = smallConfig();
+    cfg.numKvBlocks = 14;
+    cfg.maxNumSeqs = 8;
+    cfg.numStateSlots = 8;
+    Harness h(cfg);
+    runAndCheck(h, 6, 5, 14, 30, sampled);
+    EXPECT_GT(h.engine->stats().numPreemptions, 0u) << "the test needs preemptions";
+  }
+}
+
+TEST(Scheduler, StateSlotsAreCheckedWithTheLimits) {
+  EngineConfig cfg = smallConfig();
+  cfg.numStateSlots = 3;
+  cfg.maxNumSeqs = 4;
+  Status few = validateConfig(cfg);
+  ASSERT_FALSE(few.ok());
+  EXPECT_EQ(few.message(), "num_state_slots: expected 0 or at least max_num_seqs (4), found 3");
+  cfg.numStateSlots = 4;
+  cfg.enablePrefixCaching = true;
+  Status prefix = validateConfig(cfg);
+  ASSERT_FALSE(prefix.ok());
+  EXPECT_EQ(prefix.message(), "enable_prefix_caching: the model has layers with recurrent state, "
+                              "whose prefixes cannot be reused; turn prefix caching off");
+  cfg.enablePrefixCaching = false;
+  EXPECT_TRUE(validateConfig(cfg).ok());
 }
 
 TEST(Scheduler, SharedPrefixHitsTheCache) {

@@ -2,6 +2,7 @@
 #include "compiler/driver/Check.h"
 
 #include "compiler/model/TensorParallel.h"
+#include "dialects/Transforms/ShardingRules.h"
 #include "runtime/support/Strings.h"
 
 #include <cstdio>
@@ -74,8 +75,7 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
   if (maxModelLen > c.maxPositionEmbeddings)
     return Error(file + ": max_model_len " + std::to_string(maxModelLen) +
                  " exceeds the model's max_position_embeddings " +
-                 std::to_string(c.maxPositionEmbeddings) +
-                 "; set max_model_len to at most that");
+                 std::to_string(c.maxPositionEmbeddings) + "; set max_model_len to at most that");
   bool anyNvfp4 = m.quant.format != model::QuantFormat::None ||
                   s.weights.quantize == spec::WeightQuantization::Nvfp4;
   if (m.hasWeights()) {
@@ -140,8 +140,9 @@ Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOpti
   r.rankNvfp4Bytes = rank.nvfp4Bytes;
   r.rankDenseBytes = rank.denseBytes;
   bool anyNvfp4 = rank.nvfp4Bytes > 0;
-  for (int tp : model::kTensorParallelSizes) {
-    if (tp == r.spec.tensorParallelSize || !model::checkTensorParallel(r.model.config, tp, anyNvfp4))
+  for (int tp : sharding::kTensorParallelSizes) {
+    if (tp == r.spec.tensorParallelSize ||
+        !model::checkTensorParallel(r.model.config, tp, anyNvfp4))
       continue;
     r.otherTensorParallel.emplace_back(tp, model::weightsPerRank(r.model, tp, quantize).total());
   }
@@ -161,10 +162,10 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
   row("target", sku.name + " (" + std::string(spec::archName(sku.arch)) + ", " +
                     formatBytes(sku.memoryBytes) + (sku.nominal ? ", nominal" : "") + ") x " +
                     std::to_string(r.spec.tensorParallelSize));
-  row("model", r.model.dir.string() + " (" + model::familyArchitecture(c.family) + ")");
+  row("model", r.model.dir.string() + " (" + c.architecture + ")");
   int64_t moeLayers = 0;
   for (const model::Layer &l : r.model.layers)
-    moeLayers += l.isMoe;
+    moeLayers += l.isMoe();
   row("layers", std::to_string(c.numHiddenLayers) +
                     (c.isMoe() ? " (" + std::to_string(moeLayers) + " MoE, " +
                                      std::to_string(c.numHiddenLayers - moeLayers) + " dense)"
@@ -183,10 +184,9 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
       experts += ", shared expert " + std::to_string(c.sharedExpertIntermediateSize);
     row("experts", experts);
   }
-  row("vocab", std::to_string(c.vocabSize) +
-                   (c.tieWordEmbeddings ? " (tied embeddings)" : ""));
-  row("context", "max_model_len " + std::to_string(r.maxModelLen) +
-                     " (max_position_embeddings " + std::to_string(c.maxPositionEmbeddings) + ")");
+  row("vocab", std::to_string(c.vocabSize) + (c.tieWordEmbeddings ? " (tied embeddings)" : ""));
+  row("context", "max_model_len " + std::to_string(r.maxModelLen) + " (max_position_embeddings " +
+                     std::to_string(c.maxPositionEmbeddings) + ")");
   std::string quant = model::quantFormatName(r.model.quant.format);
   if (r.model.quant.format != model::QuantFormat::None) {
     quant += " (" + r.model.quant.source + ", " + r.model.quant.algorithm + ")";
@@ -200,8 +200,7 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
                 formatCount(r.model.checkpoint->tensors().size()) + " tensors, " +
                 formatBytes(r.model.checkpoint->dataBytes())
           : "no weight files (config only): formats predicted from the quantization config");
-  row("parameters", formatParams(r.totalParams) + ", " + formatBytes(r.totalBytes) +
-                        " as stored");
+  row("parameters", formatParams(r.totalParams) + ", " + formatBytes(r.totalBytes) + " as stored");
   out << "  weights by role (format, count, parameters, bytes):\n";
   for (const WeightGroup &g : r.groups) {
     char buf[256];
@@ -211,17 +210,18 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
     out << buf;
   }
   std::string perRank = formatBytes(r.rankNvfp4Bytes + r.rankDenseBytes) + " (NVFP4 " +
-                        formatBytes(r.rankNvfp4Bytes) + " + FP16 " +
-                        formatBytes(r.rankDenseBytes) + ")";
+                        formatBytes(r.rankNvfp4Bytes) + " + FP16 " + formatBytes(r.rankDenseBytes) +
+                        ")";
   if (r.spec.weights.quantize == spec::WeightQuantization::Nvfp4)
     perRank += " after quantizing to NVFP4";
-  row("weights/GPU", "tensor_parallel_size " + std::to_string(r.spec.tensorParallelSize) + ": " +
-                         perRank);
+  row("weights/GPU",
+      "tensor_parallel_size " + std::to_string(r.spec.tensorParallelSize) + ": " + perRank);
   double budget = static_cast<double>(sku.memoryBytes) * r.spec.gpuMemoryUtilization;
   double share = 100.0 * static_cast<double>(r.rankNvfp4Bytes + r.rankDenseBytes) / budget;
   row("", fixed(share, 1) + "% of " + formatBytes(static_cast<uint64_t>(budget)) +
-              " (gpu_memory_utilization " + fixed(r.spec.gpuMemoryUtilization, 2) +
-              " of " + formatBytes(sku.memoryBytes) + "); the KV cache and activations get "
+              " (gpu_memory_utilization " + fixed(r.spec.gpuMemoryUtilization, 2) + " of " +
+              formatBytes(sku.memoryBytes) +
+              "); the KV cache and activations get "
               "the rest, planned by voltc compile");
   for (const auto &[tp, bytes] : r.otherTensorParallel)
     row("", "(tensor_parallel_size " + std::to_string(tp) + " would hold " + formatBytes(bytes) +
@@ -263,39 +263,38 @@ nlohmann::json checkReportJson(const CheckReport &r) {
   nlohmann::json others = nlohmann::json::object();
   for (const auto &[tp, bytes] : r.otherTensorParallel)
     others[std::to_string(tp)] = bytes;
-  return {
-      {"spec", r.spec.specFile.string()},
-      {"valid", true},
-      {"target", r.spec.sku.name},
-      {"arch", std::string(spec::archName(r.spec.sku.arch))},
-      {"tensor_parallel_size", r.spec.tensorParallelSize},
-      {"model",
-       {{"dir", r.model.dir.string()},
-        {"architecture", model::familyArchitecture(c.family)},
-        {"num_hidden_layers", c.numHiddenLayers},
-        {"hidden_size", c.hiddenSize},
-        {"num_attention_heads", c.numAttentionHeads},
-        {"num_key_value_heads", c.numKeyValueHeads},
-        {"head_dim", c.headDim},
-        {"num_experts", c.numExperts},
-        {"num_experts_per_tok", c.numExpertsPerTok},
-        {"vocab_size", c.vocabSize},
-        {"max_position_embeddings", c.maxPositionEmbeddings}}},
-      {"max_model_len", r.maxModelLen},
-      {"quantization",
-       {{"format", model::quantFormatName(r.model.quant.format)},
-        {"source", r.model.quant.source},
-        {"algorithm", r.model.quant.algorithm}}},
-      {"has_weights", r.model.hasWeights()},
-      {"parameters", r.totalParams},
-      {"bytes", r.totalBytes},
-      {"weight_groups", groups},
-      {"weights_per_gpu",
-       {{"nvfp4_bytes", r.rankNvfp4Bytes},
-        {"dense_bytes", r.rankDenseBytes},
-        {"total_bytes", r.rankNvfp4Bytes + r.rankDenseBytes}}},
-      {"weights_per_gpu_at_other_tensor_parallel_sizes", others},
-      {"unused_tensors", r.model.unusedTensors}};
+  return {{"spec", r.spec.specFile.string()},
+          {"valid", true},
+          {"target", r.spec.sku.name},
+          {"arch", std::string(spec::archName(r.spec.sku.arch))},
+          {"tensor_parallel_size", r.spec.tensorParallelSize},
+          {"model",
+           {{"dir", r.model.dir.string()},
+            {"architecture", c.architecture},
+            {"num_hidden_layers", c.numHiddenLayers},
+            {"hidden_size", c.hiddenSize},
+            {"num_attention_heads", c.numAttentionHeads},
+            {"num_key_value_heads", c.numKeyValueHeads},
+            {"head_dim", c.headDim},
+            {"num_experts", c.numExperts},
+            {"num_experts_per_tok", c.numExpertsPerTok},
+            {"vocab_size", c.vocabSize},
+            {"max_position_embeddings", c.maxPositionEmbeddings}}},
+          {"max_model_len", r.maxModelLen},
+          {"quantization",
+           {{"format", model::quantFormatName(r.model.quant.format)},
+            {"source", r.model.quant.source},
+            {"algorithm", r.model.quant.algorithm}}},
+          {"has_weights", r.model.hasWeights()},
+          {"parameters", r.totalParams},
+          {"bytes", r.totalBytes},
+          {"weight_groups", groups},
+          {"weights_per_gpu",
+           {{"nvfp4_bytes", r.rankNvfp4Bytes},
+            {"dense_bytes", r.rankDenseBytes},
+            {"total_bytes", r.rankNvfp4Bytes + r.rankDenseBytes}}},
+          {"weights_per_gpu_at_other_tensor_parallel_sizes", others},
+          {"unused_tensors", r.model.unusedTensors}};
 }
 
 } // namespace volt::driver

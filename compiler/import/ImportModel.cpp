@@ -113,12 +113,10 @@ private:
     shape.push_back(rows);
     if (cols > 0)
       shape.push_back(cols);
-    auto op = b_.create<ir::WeightOp>(at(tensorNames.front()),
-                                      RankedTensorType::get(shape, elementType(dtype)),
-                                      names(tensorNames), b_.getDenseI64ArrayAttr(partRows),
-                                      b_.getI64IntegerAttr(experts),
-                                      absMax > 0.0f ? b_.getF32FloatAttr(absMax) : FloatAttr(),
-                                      ArrayAttr());
+    auto op = b_.create<ir::WeightOp>(
+        at(tensorNames.front()), RankedTensorType::get(shape, elementType(dtype)),
+        names(tensorNames), b_.getDenseI64ArrayAttr(partRows), b_.getI64IntegerAttr(experts),
+        absMax > 0.0f ? b_.getF32FloatAttr(absMax) : FloatAttr(), ArrayAttr());
     return op.getResult();
   }
 
@@ -190,11 +188,9 @@ private:
     auto w = b_.create<ir::Nvfp4WeightOp>(
         at(tensorNames.front()), packedType, scaleType, names(tensorNames),
         b_.getDenseI64ArrayAttr(partRows), b_.getDenseF32ArrayAttr(scales),
-        b_.getI64IntegerAttr(experts), ArrayAttr(),
-        fromDense ? b_.getUnitAttr() : UnitAttr());
-    auto d = b_.create<ir::DequantOp>(at(tensorNames.front()),
-                                      RankedTensorType::get(logical, act_), w.getPacked(),
-                                      w.getScales(), b_.getDenseF32ArrayAttr(scales),
+        b_.getI64IntegerAttr(experts), ArrayAttr(), fromDense ? b_.getUnitAttr() : UnitAttr());
+    auto d = b_.create<ir::DequantOp>(at(tensorNames.front()), RankedTensorType::get(logical, act_),
+                                      w.getPacked(), w.getScales(), b_.getDenseF32ArrayAttr(scales),
                                       b_.getDenseI64ArrayAttr(partRows));
     return d.getResult();
   }
@@ -222,8 +218,8 @@ private:
     int64_t out = 0;
     for (const Linear *l : parts)
       out += l->outFeatures;
-    auto op = b_.create<ir::LinearOp>(at(parts.front()->module), activation(out, outElem), x, w,
-                                      bias);
+    auto op =
+        b_.create<ir::LinearOp>(at(parts.front()->module), activation(out, outElem), x, w, bias);
     return op.getResult();
   }
 
@@ -234,9 +230,11 @@ private:
 
   Value add(Value a, Value b) { return b_.create<ir::AddOp>(loc_, a.getType(), a, b); }
 
-  Value attention(Value h, const Layer &l, Value positions, Value metadata);
+  Value attention(Value h, const model::Attention &a, int64_t layer, Value positions,
+                  Value metadata);
+  Value mixer(Value h, const Layer &l, Value positions, Value metadata);
   Value mlp(Value h, const GatedMlp &m, const std::string &name);
-  Value moe(Value h, const Layer &l);
+  Value moe(Value h, const model::Moe &m);
 
   MLIRContext &ctx_;
   OpBuilder b_;
@@ -249,7 +247,8 @@ private:
   std::string error_;
 };
 
-Value Importer::attention(Value h, const Layer &l, Value positions, Value metadata) {
+Value Importer::attention(Value h, const model::Attention &l, int64_t layer, Value positions,
+                          Value metadata) {
   Value qkv = linear(h, {&l.q, &l.k, &l.v});
   if (!qkv)
     return {};
@@ -263,10 +262,17 @@ Value Importer::attention(Value h, const Layer &l, Value positions, Value metada
                                   b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
   qkv = b_.create<ir::RopeOp>(where, qkv.getType(), qkv, positions, heads, kvHeads, headDim,
                               b_.getF32FloatAttr(static_cast<float>(c_.ropeTheta)));
-  Value o = b_.create<ir::AttentionOp>(where, activation(c_.numAttentionHeads * c_.headDim), qkv,
-                                       metadata, b_.getI64IntegerAttr(l.index), heads, kvHeads,
-                                       headDim);
+  Value o =
+      b_.create<ir::AttentionOp>(where, activation(c_.numAttentionHeads * c_.headDim), qkv,
+                                 metadata, b_.getI64IntegerAttr(layer), heads, kvHeads, headDim);
   return linear(o, {&l.o});
+}
+
+Value Importer::mixer(Value h, const Layer &l, Value positions, Value metadata) {
+  if (const model::Attention *a = l.attention())
+    return attention(h, *a, l.index, positions, metadata);
+  error_ = "layer " + std::to_string(l.index) + ": its mixer has no import";
+  return {};
 }
 
 Value Importer::mlp(Value h, const GatedMlp &m, const std::string &name) {
@@ -277,7 +283,7 @@ Value Importer::mlp(Value h, const GatedMlp &m, const std::string &name) {
   return linear(act, {&m.down});
 }
 
-Value Importer::moe(Value h, const Layer &l) {
+Value Importer::moe(Value h, const model::Moe &l) {
   Location where = at(l.router.module.substr(0, l.router.module.rfind('.')));
   Value logits = linear(h, {&l.router}, b_.getF32Type());
   if (!logits)
@@ -296,8 +302,8 @@ Value Importer::moe(Value h, const Layer &l) {
   Value d = gu ? linearWeight(down, true) : Value();
   if (!d)
     return {};
-  Value y = b_.create<ir::MoeExpertsOp>(where, h.getType(), h, router.getIds(),
-                                        router.getWeights(), gu, d);
+  Value y = b_.create<ir::MoeExpertsOp>(where, h.getType(), h, router.getIds(), router.getWeights(),
+                                        gu, d);
   if (l.sharedExpert) {
     Value shared = mlp(h, *l.sharedExpert, l.router.module + "_shared_expert");
     Value gate = shared ? linear(h, {&*l.sharedExpertGate}) : Value();
@@ -341,26 +347,24 @@ Result<OwningOpRef<ModuleOp>> Importer::run() {
           b_.getNamedAttr("kv_block_size", i64(spec_.kvCache.blockSize)),
       }));
   module->getOperation()->setAttr(
-      "volt.model",
-      b_.getDictionaryAttr({
-          b_.getNamedAttr("architecture",
-                          b_.getStringAttr(model::familyArchitecture(c_.family))),
-          b_.getNamedAttr("vocab_size", i64(c_.vocabSize)),
-          b_.getNamedAttr("hidden_size", i64(c_.hiddenSize)),
-          b_.getNamedAttr("num_layers", i64(c_.numHiddenLayers)),
-          b_.getNamedAttr("num_heads", i64(c_.numAttentionHeads)),
-          b_.getNamedAttr("num_kv_heads", i64(c_.numKeyValueHeads)),
-          b_.getNamedAttr("head_dim", i64(c_.headDim)),
-          b_.getNamedAttr("num_experts", i64(c_.numExperts)),
-          b_.getNamedAttr("top_k", i64(c_.numExpertsPerTok)),
-          b_.getNamedAttr("max_position_embeddings", i64(c_.maxPositionEmbeddings)),
-      }));
+      "volt.model", b_.getDictionaryAttr({
+                        b_.getNamedAttr("architecture", b_.getStringAttr(c_.architecture)),
+                        b_.getNamedAttr("vocab_size", i64(c_.vocabSize)),
+                        b_.getNamedAttr("hidden_size", i64(c_.hiddenSize)),
+                        b_.getNamedAttr("num_layers", i64(c_.numHiddenLayers)),
+                        b_.getNamedAttr("num_heads", i64(c_.numAttentionHeads)),
+                        b_.getNamedAttr("num_kv_heads", i64(c_.numKeyValueHeads)),
+                        b_.getNamedAttr("head_dim", i64(c_.headDim)),
+                        b_.getNamedAttr("num_experts", i64(c_.numExperts)),
+                        b_.getNamedAttr("top_k", i64(c_.numExpertsPerTok)),
+                        b_.getNamedAttr("max_position_embeddings", i64(c_.maxPositionEmbeddings)),
+                    }));
 
   b_.setInsertionPointToEnd(module->getBody());
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b_.getI32Type());
   auto logitsType = activation(c_.vocabSize, b_.getF32Type());
-  auto fnType = b_.getFunctionType(
-      {ids, ids, ir::AttentionMetadataType::get(&ctx_), ids}, {logitsType});
+  auto fnType =
+      b_.getFunctionType({ids, ids, ir::AttentionMetadataType::get(&ctx_), ids}, {logitsType});
   auto fn = b_.create<func::FuncOp>(loc_, "step", fnType);
   fn.setArgAttr(0, "volt.input", b_.getStringAttr("tokens"));
   fn.setArgAttr(1, "volt.input", b_.getStringAttr("positions"));
@@ -371,20 +375,20 @@ Result<OwningOpRef<ModuleOp>> Importer::run() {
   Value tokens = body->getArgument(0), positions = body->getArgument(1),
         metadata = body->getArgument(2), rows = body->getArgument(3);
 
-  Value residual = b_.create<ir::EmbeddingOp>(at(m_.embedTokens.name),
-                                              activation(c_.hiddenSize), tokens,
-                                              param(m_.embedTokens), UnitAttr());
+  Value residual = b_.create<ir::EmbeddingOp>(at(m_.embedTokens.name), activation(c_.hiddenSize),
+                                              tokens, param(m_.embedTokens), UnitAttr());
   Value h = rmsNorm(residual, m_.layers.front().inputNorm);
   for (size_t i = 0; i < m_.layers.size(); ++i) {
     const Layer &l = m_.layers[i];
     if (i > 0)
       h = rmsNorm(residual, l.inputNorm);
-    Value attn = attention(h, l, positions, metadata);
-    if (!attn)
+    Value mixed = mixer(h, l, positions, metadata);
+    if (!mixed)
       return Error(error_);
-    residual = add(residual, attn);
+    residual = add(residual, mixed);
     h = rmsNorm(residual, l.postAttentionNorm);
-    Value ffn = l.isMoe ? moe(h, l) : mlp(h, l.mlp, "model.layers." + std::to_string(i) + ".mlp");
+    Value ffn =
+        l.moe() ? moe(h, *l.moe()) : mlp(h, *l.mlp(), "model.layers." + std::to_string(i) + ".mlp");
     if (!ffn)
       return Error(error_);
     residual = add(residual, ffn);
@@ -414,8 +418,7 @@ void loadDialects(MLIRContext &context) {
 }
 
 Result<OwningOpRef<ModuleOp>> importModel(MLIRContext &context, const spec::DeploySpec &spec,
-                                          const model::Model &model,
-                                          const ImportOptions &options) {
+                                          const model::Model &model, const ImportOptions &options) {
   loadDialects(context);
   Importer importer(context, spec, model, options);
   return importer.run();

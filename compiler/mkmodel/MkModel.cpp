@@ -1,6 +1,7 @@
 //===- MkModel.cpp - writes synthetic model directories ------------------===//
 #include "compiler/mkmodel/MkModel.h"
 
+#include "compiler/model/Family.h"
 #include "compiler/model/Safetensors.h"
 #include "runtime/numerics/Half.h"
 #include "runtime/numerics/Nvfp4.h"
@@ -129,15 +130,19 @@ public:
       const Part &p = parts[i];
       nvfp4::Quantized q;
       if (!o_.zeros)
-        q = shareGlobal ? nvfp4::quantizeWithGlobalScale(
-                              weights[i], p.out, p.in,
-                              sharedAmax / (nvfp4::kE2M1Max * nvfp4::kE4M3Max))
-                        : nvfp4::quantize(weights[i], p.out, p.in);
+        q = shareGlobal
+                ? nvfp4::quantizeWithGlobalScale(weights[i], p.out, p.in,
+                                                 sharedAmax / (nvfp4::kE2M1Max * nvfp4::kE4M3Max))
+                : nvfp4::quantize(weights[i], p.out, p.in);
       bool ct = o_.format == Format::CompressedTensors;
-      tensors_.push_back({p.module + (ct ? ".weight_packed" : ".weight"), DType::U8,
-                          {p.out, p.in / 2}, std::move(q.packed)});
-      tensors_.push_back({p.module + ".weight_scale", DType::F8E4M3,
-                          {p.out, p.in / nvfp4::kBlockSize}, std::move(q.scales)});
+      tensors_.push_back({p.module + (ct ? ".weight_packed" : ".weight"),
+                          DType::U8,
+                          {p.out, p.in / 2},
+                          std::move(q.packed)});
+      tensors_.push_back({p.module + ".weight_scale",
+                          DType::F8E4M3,
+                          {p.out, p.in / nvfp4::kBlockSize},
+                          std::move(q.scales)});
       if (ct) {
         tensors_.push_back(
             {p.module + ".weight_global_scale", DType::F32, {1}, f32Bytes(1.0f / q.globalScale)});
@@ -194,7 +199,7 @@ std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConf
       e.gatedMlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediateSize);
       continue;
     }
-    bool mixtral = c.family == model::Family::Mixtral;
+    bool mixtral = c.family->name == "mixtral";
     std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
     e.linears({{m + "gate", c.numExperts, h}}, false);
     for (int64_t x = 0; x < c.numExperts; ++x) {
@@ -219,7 +224,7 @@ std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConf
 json excludeList(const model::ModelConfig &c, Format format) {
   bool ct = format == Format::CompressedTensors;
   json list = json::array({"lm_head"});
-  if (c.family == model::Family::Mixtral)
+  if (c.family->name == "mixtral")
     list.push_back(ct ? "re:.*block_sparse_moe\\.gate$" : "model.layers.*.block_sparse_moe.gate");
   else if (c.isMoe())
     list.push_back(ct ? "re:.*mlp\\.gate$" : "model.layers.*.mlp.gate");
@@ -273,7 +278,8 @@ Result<Written> writeModelReport(const Options &o) {
   if (!configJson)
     return configJson.error();
   if (o.preset != "tiny" && !o.configOnly && !o.zeros)
-    return Error("preset '" + o.preset + "' has the size of the published model; write it with "
+    return Error("preset '" + o.preset +
+                 "' has the size of the published model; write it with "
                  "--config-only or --zeros");
   if (o.shards < 1)
     return Error("--shards must be at least 1");
@@ -296,10 +302,10 @@ Result<Written> writeModelReport(const Options &o) {
   };
 
   if (o.format == Format::CompressedTensors) {
-    json act = {{"num_bits", 4},         {"type", "float"},      {"strategy", "tensor_group"},
-                {"group_size", 16},      {"dynamic", "local"},   {"symmetric", true}};
-    json weights = {{"num_bits", 4},     {"type", "float"},      {"strategy", "tensor_group"},
-                    {"group_size", 16},  {"dynamic", false},     {"symmetric", true},
+    json act = {{"num_bits", 4},    {"type", "float"},    {"strategy", "tensor_group"},
+                {"group_size", 16}, {"dynamic", "local"}, {"symmetric", true}};
+    json weights = {{"num_bits", 4},       {"type", "float"},  {"strategy", "tensor_group"},
+                    {"group_size", 16},    {"dynamic", false}, {"symmetric", true},
                     {"observer", "minmax"}};
     config["quantization_config"] = {
         {"quant_method", "compressed-tensors"},
@@ -320,9 +326,9 @@ Result<Written> writeModelReport(const Options &o) {
       inConfig["quant_method"] = "modelopt";
       config["quantization_config"] = inConfig;
     } else {
-      VOLT_RETURN_IF_ERROR(emit("hf_quant_config.json",
-                                {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
-                                 {"quantization", quant}}));
+      VOLT_RETURN_IF_ERROR(
+          emit("hf_quant_config.json", {{"producer", {{"name", "modelopt"}, {"version", "0.29.0"}}},
+                                        {"quantization", quant}}));
     }
   }
   VOLT_RETURN_IF_ERROR(emit("config.json", config));
@@ -331,19 +337,19 @@ Result<Written> writeModelReport(const Options &o) {
 
   if (o.preset == "tiny") {
     VOLT_RETURN_IF_ERROR(emit("tokenizer.json", tinyTokenizer(c.vocabSize)));
-    VOLT_RETURN_IF_ERROR(emit("tokenizer_config.json",
-                              {{"tokenizer_class", "Qwen2Tokenizer"},
-                               {"bos_token", nullptr},
-                               {"eos_token", "<|im_end|>"},
-                               {"pad_token", "<|endoftext|>"},
-                               {"model_max_length", c.maxPositionEmbeddings},
-                               {"add_bos_token", false},
-                               {"add_prefix_space", false},
-                               {"clean_up_tokenization_spaces", false},
-                               {"chat_template", kChatTemplate}}));
-    VOLT_RETURN_IF_ERROR(emit("generation_config.json",
-                              {{"eos_token_id", {c.vocabSize - 1, c.vocabSize - 3}},
-                               {"pad_token_id", c.vocabSize - 3}}));
+    VOLT_RETURN_IF_ERROR(
+        emit("tokenizer_config.json", {{"tokenizer_class", "Qwen2Tokenizer"},
+                                       {"bos_token", nullptr},
+                                       {"eos_token", "<|im_end|>"},
+                                       {"pad_token", "<|endoftext|>"},
+                                       {"model_max_length", c.maxPositionEmbeddings},
+                                       {"add_bos_token", false},
+                                       {"add_prefix_space", false},
+                                       {"clean_up_tokenization_spaces", false},
+                                       {"chat_template", kChatTemplate}}));
+    VOLT_RETURN_IF_ERROR(
+        emit("generation_config.json", {{"eos_token_id", {c.vocabSize - 1, c.vocabSize - 3}},
+                                        {"pad_token_id", c.vocabSize - 3}}));
   }
 
   std::vector<PendingTensor> tensors = modelTensors(o, c);

@@ -80,8 +80,8 @@ Result<Checkpoint> Checkpoint::open(const std::filesystem::path &modelDir) {
     std::sort(found.begin(), found.end());
     for (const std::string &f : found)
       shards[f] = {};
-    ckpt.layout_ = found.empty() ? "no weight files"
-                                 : std::to_string(found.size()) + " safetensors files";
+    ckpt.layout_ =
+        found.empty() ? "no weight files" : std::to_string(found.size()) + " safetensors files";
   }
 
   for (const auto &[name, expected] : shards) {
@@ -92,8 +92,7 @@ Result<Checkpoint> Checkpoint::open(const std::filesystem::path &modelDir) {
         needed += " and " + std::to_string(expected.size() - 1) + " more";
       if (!needed.empty())
         needed += ")";
-      return Error(path.string() + ": shard is missing" + needed +
-                   "; the download is incomplete");
+      return Error(path.string() + ": shard is missing" + needed + "; the download is incomplete");
     }
     auto file = SafetensorsFile::open(path);
     if (!file)

@@ -40,7 +40,8 @@ public:
 
   /// A positive integer; `fallback` when absent (nullopt: required).
   Result<int64_t> positiveInt(const std::string &key, std::optional<int64_t> fallback = {}) const;
-  Result<int64_t> nonNegativeInt(const std::string &key, std::optional<int64_t> fallback = {}) const;
+  Result<int64_t> nonNegativeInt(const std::string &key,
+                                 std::optional<int64_t> fallback = {}) const;
   Result<double> positiveNumber(const std::string &key, std::optional<double> fallback = {}) const;
   Result<bool> boolean(const std::string &key, std::optional<bool> fallback = {}) const;
   Result<std::string> string(const std::string &key,

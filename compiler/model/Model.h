@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace volt::model {
@@ -68,18 +69,48 @@ struct GatedMlp {
   Linear gate, up, down;
 };
 
+// ---- Mixers: how a layer mixes information across positions -------------
+
+/// Causal softmax attention over the paged KV cache (with RoPE; QK-norm in
+/// the Qwen3 families).
+struct Attention {
+  Linear q, k, v, o;
+  std::optional<Param> qNorm, kNorm;
+};
+
+/// A per-channel exponential moving average over each sequence:
+/// s_t = a * s_{t-1} + (1 - a) * x_t, out_t = s_t, with a = `decay` [H] in
+/// (0, 1) and s_{-1} = 0. The smallest mixer with per-sequence state (a
+/// state slot of H FP32 values): it exercises the state path (cache groups,
+/// the engine's slots, preemption) with one op. No published family has it.
+struct Ema {
+  Param decay;
+};
+
+// ---- Feed-forward blocks -------------------------------------------------
+
+/// A sparse mixture of experts: softmax router, top-k, the experts, and an
+/// optional shared expert scaled by sigmoid(shared_expert_gate).
+struct Moe {
+  Linear router; ///< [experts, hidden]
+  std::vector<GatedMlp> experts;
+  std::optional<GatedMlp> sharedExpert;   ///< Qwen2-MoE
+  std::optional<Linear> sharedExpertGate; ///< Qwen2-MoE, [1, hidden]
+};
+
+/// One decoder layer: x += mixer(norm(x)); x += ffn(norm(x)).
 struct Layer {
   int64_t index = 0;
   Param inputNorm;
   Param postAttentionNorm;
-  Linear q, k, v, o;
-  std::optional<Param> qNorm, kNorm; ///< Qwen3 families
-  bool isMoe = false;
-  GatedMlp mlp;                      ///< dense MLP (when !isMoe)
-  Linear router;                     ///< [experts, hidden] (when isMoe)
-  std::vector<GatedMlp> experts;     ///< (when isMoe)
-  std::optional<GatedMlp> sharedExpert; ///< Qwen2-MoE
-  std::optional<Linear> sharedExpertGate; ///< Qwen2-MoE, [1, hidden]
+  std::variant<Attention, Ema> mixer;
+  std::variant<GatedMlp, Moe> ffn;
+
+  const Attention *attention() const { return std::get_if<Attention>(&mixer); }
+  const Ema *ema() const { return std::get_if<Ema>(&mixer); }
+  const GatedMlp *mlp() const { return std::get_if<GatedMlp>(&ffn); }
+  const Moe *moe() const { return std::get_if<Moe>(&ffn); }
+  bool isMoe() const { return moe() != nullptr; }
 };
 
 struct Model {
@@ -124,21 +155,24 @@ template <typename Fn> void Model::forEachLinear(Fn &&fn) const {
     fn(m.down);
   };
   for (const Layer &l : layers) {
-    fn(l.q);
-    fn(l.k);
-    fn(l.v);
-    fn(l.o);
-    if (!l.isMoe) {
-      mlp(l.mlp);
+    if (const Attention *a = l.attention()) {
+      fn(a->q);
+      fn(a->k);
+      fn(a->v);
+      fn(a->o);
+    }
+    if (const GatedMlp *m = l.mlp()) {
+      mlp(*m);
       continue;
     }
-    fn(l.router);
-    for (const GatedMlp &e : l.experts)
+    const Moe &moe = *l.moe();
+    fn(moe.router);
+    for (const GatedMlp &e : moe.experts)
       mlp(e);
-    if (l.sharedExpert)
-      mlp(*l.sharedExpert);
-    if (l.sharedExpertGate)
-      fn(*l.sharedExpertGate);
+    if (moe.sharedExpert)
+      mlp(*moe.sharedExpert);
+    if (moe.sharedExpertGate)
+      fn(*moe.sharedExpertGate);
   }
   fn(lmHead);
 }
@@ -148,13 +182,17 @@ template <typename Fn> void Model::forEachParam(Fn &&fn) const {
   for (const Layer &l : layers) {
     fn(l.inputNorm);
     fn(l.postAttentionNorm);
-    if (l.qNorm)
-      fn(*l.qNorm);
-    if (l.kNorm)
-      fn(*l.kNorm);
-    for (const Linear *lin : {&l.q, &l.k, &l.v})
-      if (lin->bias)
-        fn(*lin->bias);
+    if (const Attention *a = l.attention()) {
+      if (a->qNorm)
+        fn(*a->qNorm);
+      if (a->kNorm)
+        fn(*a->kNorm);
+      for (const Linear *lin : {&a->q, &a->k, &a->v})
+        if (lin->bias)
+          fn(*lin->bias);
+    }
+    if (const Ema *e = l.ema())
+      fn(e->decay);
   }
   fn(finalNorm);
 }

@@ -1,6 +1,7 @@
 //===- ModelConfig.cpp ----------------------------------------------------===//
 #include "compiler/model/ModelConfig.h"
 
+#include "compiler/model/Family.h"
 #include "compiler/model/JsonFields.h"
 #include "runtime/support/Strings.h"
 
@@ -11,20 +12,6 @@
 namespace volt::model {
 namespace {
 
-struct FamilyInfo {
-  Family family;
-  const char *architecture;
-  const char *name;
-};
-
-constexpr FamilyInfo kFamilies[] = {
-    {Family::Qwen3Moe, "Qwen3MoeForCausalLM", "qwen3-moe"},
-    {Family::Qwen2Moe, "Qwen2MoeForCausalLM", "qwen2-moe"},
-    {Family::Mixtral, "MixtralForCausalLM", "mixtral"},
-    {Family::Qwen3, "Qwen3ForCausalLM", "qwen3"},
-    {Family::Llama, "LlamaForCausalLM", "llama"},
-};
-
 #define VOLT_READ(lhs, expr)                                                                       \
   do {                                                                                             \
     auto r_ = (expr);                                                                              \
@@ -33,9 +20,9 @@ constexpr FamilyInfo kFamilies[] = {
     lhs = *r_;                                                                                     \
   } while (false)
 
-/// Options volt does not implement; present and not null/false, they are
+/// Options no family implements; present and not null/false, they are
 /// rejected by name instead of being silently ignored.
-Status rejectUnsupportedOptions(const JsonFields &f, const ModelConfig &c) {
+Status rejectUnsupportedOptions(const JsonFields &f) {
   if (const nlohmann::json *scaling = f.find("rope_scaling")) {
     std::string type = "(unknown)";
     if (scaling->is_object()) {
@@ -54,44 +41,39 @@ Status rejectUnsupportedOptions(const JsonFields &f, const ModelConfig &c) {
     return f.error("hidden_act", "activation '" + *act + "' is not supported (supported: silu)");
   if (const nlohmann::json *sw = f.find("use_sliding_window"); sw && sw->is_boolean() && *sw)
     return f.error("use_sliding_window", "sliding-window attention is not supported");
-  if (const nlohmann::json *sw = f.find("sliding_window"); sw && c.family == Family::Mixtral) {
-    if (!sw->is_number_integer() || sw->get<int64_t>() < c.maxPositionEmbeddings)
-      return f.error("sliding_window", "sliding-window attention is not supported (set it to "
-                                       "null to attend over the whole context)");
+  return Status::success();
+}
+
+/// Each layer's mixer: `layer_types` in the family's words, else the
+/// family's first layer type for every layer.
+Status readLayerTypes(const JsonFields &f, ModelConfig &c) {
+  const auto &types = c.family->layerTypes;
+  if (!f.has("layer_types")) {
+    c.mixers.assign(static_cast<size_t>(c.numHiddenLayers), types.front().second);
+    return Status::success();
   }
-  if (c.family == Family::Llama || c.family == Family::Qwen3 || c.family == Family::Qwen3Moe) {
-    auto bias = f.boolean("attention_bias", false);
-    if (!bias)
-      return bias.error();
-    if (*bias)
-      return f.error("attention_bias", std::string("attention biases are not supported for ") +
-                                           familyArchitecture(c.family));
-  }
-  if (c.family == Family::Llama) {
-    auto mlpBias = f.boolean("mlp_bias", false);
-    if (!mlpBias)
-      return mlpBias.error();
-    if (*mlpBias)
-      return f.error("mlp_bias", "MLP biases are not supported");
+  auto names = f.stringList("layer_types");
+  if (!names)
+    return names.error();
+  if (static_cast<int64_t>(names->size()) != c.numHiddenLayers)
+    return f.error("layer_types", std::to_string(names->size()) + " entries for " +
+                                      std::to_string(c.numHiddenLayers) + " layers");
+  std::vector<std::string> valid;
+  for (const auto &t : types)
+    valid.push_back(t.first);
+  for (size_t i = 0; i < names->size(); ++i) {
+    auto it = std::find_if(types.begin(), types.end(),
+                           [&](const auto &t) { return t.first == (*names)[i]; });
+    if (it == types.end())
+      return f.error("layer_types", "layer " + std::to_string(i) + " is '" + (*names)[i] +
+                                        "', which " + c.architecture +
+                                        " does not have (it has: " + joinList(valid) + ")");
+    c.mixers.push_back(it->second);
   }
   return Status::success();
 }
 
 } // namespace
-
-const char *familyArchitecture(Family family) {
-  for (const FamilyInfo &f : kFamilies)
-    if (f.family == family)
-      return f.architecture;
-  return "?";
-}
-
-const char *familyName(Family family) {
-  for (const FamilyInfo &f : kFamilies)
-    if (f.family == family)
-      return f.name;
-  return "?";
-}
 
 bool ModelConfig::isMoeLayer(int64_t i) const {
   if (!isMoe())
@@ -110,19 +92,15 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
   auto archs = f.stringList("architectures");
   if (!archs)
     return archs.error();
-  std::vector<std::string> supported;
-  for (const FamilyInfo &info : kFamilies)
-    supported.emplace_back(info.architecture);
+  const std::vector<std::string> supported = supportedArchitectures();
   if (archs->empty())
     return Error(fileName + ": missing field 'architectures' (supported: " + joinList(supported) +
                  ")");
-  const std::string &arch = archs->front();
-  auto it = std::find_if(std::begin(kFamilies), std::end(kFamilies),
-                         [&](const FamilyInfo &info) { return arch == info.architecture; });
-  if (it == std::end(kFamilies))
-    return f.error("architectures", "unsupported architecture '" + arch +
+  c.architecture = archs->front();
+  c.family = familyByArchitecture(c.architecture);
+  if (!c.family)
+    return f.error("architectures", "unsupported architecture '" + c.architecture +
                                         "' (supported: " + joinList(supported) + ")");
-  c.family = it->family;
 
   VOLT_READ(c.vocabSize, f.positiveInt("vocab_size"));
   VOLT_READ(c.hiddenSize, f.positiveInt("hidden_size"));
@@ -157,56 +135,17 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
   if (c.headDim % 2 != 0)
     return f.error("head_dim", "RoPE needs an even head_dim, found " + std::to_string(c.headDim));
 
-  switch (c.family) {
-  case Family::Qwen3Moe:
-  case Family::Qwen2Moe:
-    VOLT_READ(c.numExperts, f.positiveInt("num_experts"));
-    VOLT_READ(c.numExpertsPerTok, f.positiveInt("num_experts_per_tok"));
-    VOLT_READ(c.moeIntermediateSize, f.positiveInt("moe_intermediate_size"));
-    VOLT_READ(c.normTopkProb, f.boolean("norm_topk_prob", false));
-    VOLT_READ(c.decoderSparseStep, f.positiveInt("decoder_sparse_step", 1));
-    {
-      auto layers = f.intList("mlp_only_layers");
-      if (!layers)
-        return layers.error();
-      c.mlpOnlyLayers = *layers;
-    }
-    // The dense MLP width matters only when some layer is dense.
-    VOLT_READ(c.intermediateSize, f.nonNegativeInt("intermediate_size", 0));
-    if (c.family == Family::Qwen2Moe) {
-      VOLT_READ(c.sharedExpertIntermediateSize,
-                f.nonNegativeInt("shared_expert_intermediate_size", 0));
-      c.qkvBias = true;
-    } else {
-      c.qkNorm = true;
-    }
-    break;
-  case Family::Mixtral:
-    VOLT_READ(c.numExperts, f.positiveInt("num_local_experts"));
-    VOLT_READ(c.numExpertsPerTok, f.positiveInt("num_experts_per_tok"));
-    VOLT_READ(c.moeIntermediateSize, f.positiveInt("intermediate_size"));
-    c.intermediateSize = c.moeIntermediateSize;
-    c.normTopkProb = true; // softmax over the top-k logits
-    break;
-  case Family::Qwen3:
-    c.qkNorm = true;
-    VOLT_READ(c.intermediateSize, f.positiveInt("intermediate_size"));
-    break;
-  case Family::Llama:
-    VOLT_READ(c.intermediateSize, f.positiveInt("intermediate_size"));
-    break;
-  }
+  VOLT_RETURN_IF_ERROR(readLayerTypes(f, c));
+  VOLT_RETURN_IF_ERROR(c.family->parseConfig(f, c));
 
   if (c.isMoe()) {
     if (c.numExpertsPerTok > c.numExperts)
-      return f.error("num_experts_per_tok", "num_experts_per_tok " +
-                                                std::to_string(c.numExpertsPerTok) +
-                                                " exceeds the number of experts " +
-                                                std::to_string(c.numExperts));
+      return f.error("num_experts_per_tok",
+                     "num_experts_per_tok " + std::to_string(c.numExpertsPerTok) +
+                         " exceeds the number of experts " + std::to_string(c.numExperts));
     for (int64_t layer : c.mlpOnlyLayers)
       if (layer < 0 || layer >= c.numHiddenLayers)
-        return f.error("mlp_only_layers", "layer " + std::to_string(layer) +
-                                              " is outside 0.." +
+        return f.error("mlp_only_layers", "layer " + std::to_string(layer) + " is outside 0.." +
                                               std::to_string(c.numHiddenLayers - 1));
     for (int64_t i = 0; i < c.numHiddenLayers; ++i)
       if (!c.isMoeLayer(i) && c.intermediateSize == 0)
@@ -214,7 +153,7 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
                                                 " is a dense MLP layer, so intermediate_size "
                                                 "must be a positive integer");
   }
-  VOLT_RETURN_IF_ERROR(rejectUnsupportedOptions(f, c));
+  VOLT_RETURN_IF_ERROR(rejectUnsupportedOptions(f));
   return c;
 }
 

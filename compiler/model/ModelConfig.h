@@ -1,10 +1,10 @@
 //===- ModelConfig.h - a model's config.json ---------------------*- C++ -*-===//
 //
 // The architecture description volt compiles from: the fields of a Hugging
-// Face config.json for the families volt supports, validated, with each
-// family's conventions made explicit (Mixtral's expert names, Qwen2-MoE's
-// shared expert, which layers are MoE). Options volt does not implement are
-// rejected by name rather than ignored.
+// Face config.json, validated. The fields every family shares are read here;
+// each family's own (which layers are MoE, its shared expert, QK-norm, the
+// options it rejects) are read by its file in compiler/model/families/.
+// Options volt does not implement are rejected by name rather than ignored.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -20,21 +20,21 @@
 
 namespace volt::model {
 
-enum class Family {
-  Qwen3Moe, ///< Qwen3MoeForCausalLM: QK-norm, no bias, optional top-k renormalisation
-  Qwen2Moe, ///< Qwen2MoeForCausalLM: q/k/v bias, shared expert with sigmoid gate
-  Mixtral,  ///< MixtralForCausalLM: 8 experts, softmax over the top-k logits
-  Qwen3,    ///< Qwen3ForCausalLM (dense): QK-norm
-  Llama,    ///< LlamaForCausalLM (dense)
+struct FamilyDef;
+
+/// How a layer mixes information across positions (config.json's
+/// `layer_types`: "full_attention" is Attention).
+enum class MixerKind {
+  Attention,
+  /// The per-channel moving average with state (model::Ema).
+  Ema,
 };
 
-/// The `architectures` name of a family.
-const char *familyArchitecture(Family family);
-/// The short name volt's tools use: qwen3-moe, qwen2-moe, mixtral, qwen3, llama.
-const char *familyName(Family family);
-
 struct ModelConfig {
-  Family family = Family::Qwen3Moe;
+  /// The family that read the config (compiler/model/Family.h), and the
+  /// `architectures` name it was read under.
+  const FamilyDef *family = nullptr;
+  std::string architecture;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numHiddenLayers = 0;
@@ -65,6 +65,10 @@ struct ModelConfig {
   /// Qwen2-MoE's shared expert width (0 when absent).
   int64_t sharedExpertIntermediateSize = 0;
 
+  /// Each layer's mixer: from `layer_types` where the config has it, else
+  /// the family's rule (every layer attention for the families without).
+  std::vector<MixerKind> mixers;
+
   bool isMoe() const { return numExperts > 0; }
   /// Whether layer `i` has a sparse MoE block (else a dense MLP).
   bool isMoeLayer(int64_t i) const;
@@ -72,7 +76,9 @@ struct ModelConfig {
   int64_t queryGroupSize() const { return numAttentionHeads / numKeyValueHeads; }
 };
 
-/// Parses and validates a config.json text. `fileName` prefixes errors.
+/// Parses and validates a config.json text: the fields every family shares,
+/// then the family's own (its FamilyDef::parseConfig). `fileName` prefixes
+/// errors.
 Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::string &fileName);
 
 /// Reads `<modelDir>/config.json`.

@@ -18,8 +18,8 @@ Status compilePatterns(QuantConfig &q, const std::string &where) {
       try {
         q.regexes.emplace_back(p.substr(3), std::regex::ECMAScript);
       } catch (const std::regex_error &e) {
-        return Error(where + ": ignore pattern '" + p + "' is not a valid regular expression: " +
-                     e.what());
+        return Error(where + ": ignore pattern '" + p +
+                     "' is not a valid regular expression: " + e.what());
       }
     } else {
       q.regexes.emplace_back();
@@ -39,9 +39,9 @@ Result<QuantConfig> modelOptFrom(const nlohmann::json &quant, const std::string 
     return algo.error();
   if (std::find(kModelOptAlgorithms.begin(), kModelOptAlgorithms.end(), *algo) ==
       kModelOptAlgorithms.end())
-    return f.error("quant_algo", "ModelOpt algorithm '" + *algo +
-                                     "' is not supported (supported: " +
-                                     joinList(kModelOptAlgorithms) + ")");
+    return f.error("quant_algo",
+                   "ModelOpt algorithm '" + *algo +
+                       "' is not supported (supported: " + joinList(kModelOptAlgorithms) + ")");
   q.algorithm = *algo;
   q.activationsQuantized = *algo == "NVFP4";
   auto group = f.positiveInt("group_size", 16);
@@ -94,8 +94,9 @@ Result<QuantConfig> compressedTensorsFrom(const nlohmann::json &quant, const std
     if (!size)
       return size.error();
     if (*bits != 4 || *type != "float" || *size != 16)
-      return Error(groupWhere + ".weights: expected NVFP4 (num_bits 4, type float, group_size 16), "
-                                "found num_bits " +
+      return Error(groupWhere +
+                   ".weights: expected NVFP4 (num_bits 4, type float, group_size 16), "
+                   "found num_bits " +
                    std::to_string(*bits) + ", type " + *type + ", group_size " +
                    std::to_string(*size));
     if (const nlohmann::json *acts = g.find("input_activations"); acts && acts->is_object())

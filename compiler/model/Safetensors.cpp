@@ -107,9 +107,7 @@ Result<TensorEntry> parseEntry(const std::string &name, const nlohmann::json &v,
 
 } // namespace
 
-std::string_view dtypeName(DType dtype) {
-  return kDTypes[static_cast<size_t>(dtype)].name;
-}
+std::string_view dtypeName(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].name; }
 
 uint64_t dtypeSize(DType dtype) { return kDTypes[static_cast<size_t>(dtype)].size; }
 
@@ -205,8 +203,8 @@ Result<SafetensorsHeader> parseSafetensorsHeader(std::span<const uint8_t> bytes,
                    " belong to no tensor");
     if (t.end > dataSize)
       return Error(file + ": truncated: tensor " + inQuotes(t.name) + " needs data bytes up to " +
-                   std::to_string(t.end) + ", but the file holds only " +
-                   std::to_string(dataSize) + " (file size " + std::to_string(fileSize) + ")");
+                   std::to_string(t.end) + ", but the file holds only " + std::to_string(dataSize) +
+                   " (file size " + std::to_string(fileSize) + ")");
     cursor = t.end;
     previous = &t;
   }

@@ -112,7 +112,9 @@ public:
   void add(std::string name, DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
   /// Adds an all-zero tensor that is not materialised in memory.
   void addZeros(std::string name, DType dtype, std::vector<int64_t> shape);
-  void setMetadata(std::string key, std::string value) { metadata_[std::move(key)] = std::move(value); }
+  void setMetadata(std::string key, std::string value) {
+    metadata_[std::move(key)] = std::move(value);
+  }
   size_t size() const { return tensors_.size(); }
   /// Total data bytes of the tensors added so far.
   uint64_t dataBytes() const { return dataBytes_; }

@@ -1,19 +1,8 @@
 //===- TensorParallel.h - how a model splits over GPUs ----------*- C++ -*-===//
 //
-// The sharding rules, stated once, for checking a spec early (`voltc
-// check`) and estimating what each GPU holds:
-//
-//   q            column-parallel: heads split across ranks
-//   k, v         heads split when num_key_value_heads divides by the rank
-//                count; otherwise each rank holds one KV head (replicated
-//                across the ranks that share it)
-//   o            row-parallel (input split), followed by an all-reduce
-//   gate, up     column-parallel along the MLP/expert width
-//   down         row-parallel along the width, followed by an all-reduce;
-//                an NVFP4 down projection needs each rank's slice of the
-//                width to be whole 16-element blocks
-//   router, shared_expert_gate, norms      replicated
-//   embed_tokens, lm_head                  vocab-parallel (rows split)
+// The tensor-parallel rules (dialects/Transforms/ShardingRules.h, which
+// the sharding pass applies too) applied to a model description: checking a
+// spec early (`voltc check`) and estimating what each GPU holds.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -24,9 +13,6 @@
 #include <cstdint>
 
 namespace volt::model {
-
-/// The tensor-parallel sizes volt compiles for.
-inline constexpr int kTensorParallelSizes[] = {1, 2, 4, 8};
 
 /// Checks that `config` splits over `tp` ranks; the error names the
 /// dimension and says why.

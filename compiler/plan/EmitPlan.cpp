@@ -281,9 +281,9 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   auto u32 = [&](StringRef name) { return static_cast<uint32_t>(intOf(modelAttr, name)); };
   std::vector<int32_t> eos = eosTokenIds(model.dir);
   auto modelInfo = CreateModelInfo(
-      b, b.CreateString(model::familyArchitecture(model.config.family)), u32("vocab_size"),
-      u32("hidden_size"), u32("num_layers"), u32("num_heads"), u32("num_kv_heads"), u32("head_dim"),
-      u32("num_experts"), u32("top_k"), u32("max_position_embeddings"), b.CreateVector(eos));
+      b, b.CreateString(model.config.architecture), u32("vocab_size"), u32("hidden_size"),
+      u32("num_layers"), u32("num_heads"), u32("num_kv_heads"), u32("head_dim"), u32("num_experts"),
+      u32("top_k"), u32("max_position_embeddings"), b.CreateVector(eos));
   auto limits = CreateLimits(b, static_cast<uint32_t>(intOf(deployment, "max_model_len")),
                              static_cast<uint32_t>(intOf(deployment, "max_num_seqs")),
                              static_cast<uint32_t>(maxTokens),

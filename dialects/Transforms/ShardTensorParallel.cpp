@@ -1,25 +1,18 @@
 //===- ShardTensorParallel.cpp - one rank's program ----------------------===//
 //
-// The rules (also in compiler/model/TensorParallel.h, which `voltc check`
-// applies before any IR exists):
-//
-//   q|k|v      column-parallel by heads; KV heads split when they divide by
-//              the ranks, else each rank holds one (replicated)
-//   o_proj     row-parallel; an all-reduce completes the attention branch
-//   gate|up    column-parallel along the width
-//   down       row-parallel; an all-reduce completes the MLP/MoE branch
-//   experts    gate|up and down split along the expert width (router and
-//              shared-expert gate replicated; the shared expert split like
-//              an MLP; one all-reduce after the whole MoE block)
-//   embedding  vocab-parallel (rows) + all-reduce, when the ranks divide
-//              the vocabulary; else replicated
-//   lm_head    vocab-parallel (rows) + all-gather, likewise
+// The rules are dialects/Transforms/ShardingRules.h (which `voltc check`
+// applies before any IR exists, through compiler/model/TensorParallel.h):
+// q|k|v by heads, o_proj and down row-parallel with an all-reduce before the
+// residual add, gate|up and the experts column-parallel along the width,
+// router and shared-expert gate replicated, embedding and LM head
+// vocab-parallel when the ranks divide the vocabulary.
 //
 // A GEMM's role is read from the graph around it (what feeds it, what it
 // feeds), so the pass works on any graph the importer can build.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Transforms/Passes.h"
+#include "dialects/Transforms/ShardingRules.h"
 #include "dialects/Volt/VoltOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -58,8 +51,7 @@ RankedTensorType withLastDim(Value v, int64_t cols) {
   return withShape(v, shape);
 }
 
-struct ShardTensorParallelPass
-    : volt::impl::ShardTensorParallelBase<ShardTensorParallelPass> {
+struct ShardTensorParallelPass : volt::impl::ShardTensorParallelBase<ShardTensorParallelPass> {
   using ShardTensorParallelBase::ShardTensorParallelBase;
 
   int64_t tp = 1, heads = 0, kvHeads = 0, headDim = 0, vocab = 0;
@@ -123,9 +115,8 @@ struct ShardTensorParallelPass
       bool rows = (rank == 1 && s.dim == -1) || s.dim == -2;
       if (rows) {
         if (partRows[p] % s.parts != 0)
-          return user->emitOpError()
-                 << "cannot split the " << partRows[p] << " rows of part " << p << " of its "
-                 << what << " over " << s.parts << " ranks";
+          return user->emitOpError() << "cannot split the " << partRows[p] << " rows of part " << p
+                                     << " of its " << what << " over " << s.parts << " ranks";
         newRows[p] = partRows[p] / s.parts;
       } else {
         splitColumns = true;
@@ -142,8 +133,7 @@ struct ShardTensorParallelPass
       if (cols % columnParts != 0 || (nvfp4 && (cols / columnParts) % 16 != 0))
         return user->emitOpError()
                << "cannot split the " << cols << " columns of its " << what << " over "
-               << columnParts << " ranks"
-               << (nvfp4 ? " into whole 16-element NVFP4 blocks" : "")
+               << columnParts << " ranks" << (nvfp4 ? " into whole 16-element NVFP4 blocks" : "")
                << "; use a smaller tensor_parallel_size";
       shape.back() = cols / columnParts;
     }
@@ -215,13 +205,13 @@ struct ShardTensorParallelPass
     case Role::Replicated:
       return success();
     case Role::Qkv: {
-      SmallVector<PartSplit> splits = {{-2, tp, 1}, {-2, kvParts, kvReplicas},
-                                       {-2, kvParts, kvReplicas}};
+      SmallVector<PartSplit> splits = {
+          {-2, tp, 1}, {-2, kvParts, kvReplicas}, {-2, kvParts, kvReplicas}};
       if (failed(shardWeight(gemm, weight, splits, "q|k|v weight")))
         return failure();
       if (bias) {
-        SmallVector<PartSplit> biasSplits = {{-1, tp, 1}, {-1, kvParts, kvReplicas},
-                                             {-1, kvParts, kvReplicas}};
+        SmallVector<PartSplit> biasSplits = {
+            {-1, tp, 1}, {-1, kvParts, kvReplicas}, {-1, kvParts, kvReplicas}};
         if (failed(shardWeight(gemm, bias, biasSplits, "q|k|v bias")))
           return failure();
       }
@@ -242,7 +232,7 @@ struct ShardTensorParallelPass
       return success();
     }
     case Role::LmHead: {
-      if (vocab % tp != 0)
+      if (!volt::sharding::vocabParallel(vocab, tp))
         return success(); // replicated: every rank computes all logits
       if (failed(shardWeight(gemm, weight, {{-2, tp, 1}}, "LM head")))
         return failure();
@@ -282,7 +272,7 @@ struct ShardTensorParallelPass
     module->setAttr("volt.tensor_parallel_size", b.getI64IntegerAttr(tp));
     if (tp == 1)
       return;
-    if (tp != 2 && tp != 4 && tp != 8) {
+    if (!volt::sharding::isValidSize(tp)) {
       module.emitError() << "tensor_parallel_size " << tp << " is not one of 1, 2, 4, 8";
       return signalPassFailure();
     }
@@ -295,23 +285,13 @@ struct ShardTensorParallelPass
                             "num_kv_heads, head_dim, vocab_size)";
       return signalPassFailure();
     }
-    if (heads % tp != 0) {
-      module.emitError() << "tensor_parallel_size " << tp << " does not divide num_attention_heads "
-                         << heads << "; each rank must hold whole heads";
+    if (auto why = volt::sharding::headsError(heads, kvHeads, tp)) {
+      module.emitError() << *why;
       return signalPassFailure();
     }
-    if (kvHeads % tp == 0) {
-      kvParts = tp;
-      kvReplicas = 1;
-    } else if (tp % kvHeads == 0) {
-      kvParts = kvHeads;
-      kvReplicas = tp / kvHeads;
-    } else {
-      module.emitError() << "tensor_parallel_size " << tp << " and num_key_value_heads "
-                         << kvHeads << " do not divide one another; KV heads can be split or "
-                                       "replicated only when one divides the other";
-      return signalPassFailure();
-    }
+    const volt::sharding::KvSplit kv = volt::sharding::kvSplit(kvHeads, tp);
+    kvParts = kv.parts;
+    kvReplicas = kv.replicas;
 
     llvm::DenseSet<Value> partial;
     SmallVector<Operation *> ops;
@@ -323,7 +303,7 @@ struct ShardTensorParallelPass
       } else if (isa<QkNormOp, RopeOp, QkNormRopeOp, AttentionOp>(op)) {
         shardHeads(op);
       } else if (auto e = dyn_cast<EmbeddingOp>(op)) {
-        if (vocab % tp != 0)
+        if (!volt::sharding::vocabParallel(vocab, tp))
           continue;
         if (failed(shardWeight(op, e.getTable(), {{-2, tp, 1}}, "embedding table")))
           return signalPassFailure();
@@ -338,8 +318,8 @@ struct ShardTensorParallelPass
           return signalPassFailure();
         partial.insert(moe.getResult());
       } else if (auto moe = dyn_cast<MoeQExpertsOp>(op)) {
-        if (failed(shardWeight(op, moe.getGateUpPacked(), {{-2, tp, 1}},
-                               "expert gate|up weights")) ||
+        if (failed(
+                shardWeight(op, moe.getGateUpPacked(), {{-2, tp, 1}}, "expert gate|up weights")) ||
             failed(shardWeight(op, moe.getDownPacked(), {{-1, tp, 1}}, "expert down weights")))
           return signalPassFailure();
         partial.insert(moe.getResult());

@@ -1,6 +1,7 @@
 // config.json: every family, and the options that must be rejected by name.
-#include "compiler/mkmodel/MkModel.h"
 #include "compiler/model/ModelConfig.h"
+#include "compiler/mkmodel/MkModel.h"
+#include "compiler/model/Family.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,7 +23,10 @@ std::string errorOf(const nlohmann::json &j) {
 TEST(ModelConfig, PublishedQwen3MoeShape) {
   auto c = parseModelConfig(preset("qwen3-moe", "qwen3-30b-a3b"), "config.json");
   ASSERT_TRUE(c.ok()) << c.message();
-  EXPECT_EQ(c->family, Family::Qwen3Moe);
+  ASSERT_NE(c->family, nullptr);
+  EXPECT_EQ(c->family->name, "qwen3-moe");
+  EXPECT_EQ(c->architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(c->mixers, std::vector<MixerKind>(48, MixerKind::Attention));
   EXPECT_EQ(c->numHiddenLayers, 48);
   EXPECT_EQ(c->numExperts, 128);
   EXPECT_EQ(c->numExpertsPerTok, 8);
@@ -74,6 +78,48 @@ TEST(ModelConfig, UnknownArchitecture) {
   EXPECT_NE(e.find("Qwen3MoeForCausalLM"), std::string::npos) << "lists the supported ones";
 }
 
+// layer_types (transformers 5 writes it for every family) gives each
+// layer's mixer; a family accepts only the mixers it has.
+TEST(ModelConfig, LayerTypes) {
+  auto j = preset("qwen3-moe");
+  const int64_t layers = j["num_hidden_layers"].get<int64_t>();
+  j["layer_types"] = std::vector<std::string>(static_cast<size_t>(layers), "full_attention");
+  auto c = parseModelConfig(j, "config.json");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->mixers, std::vector<MixerKind>(static_cast<size_t>(layers), MixerKind::Attention));
+
+  j["layer_types"][1] = "linear_attention";
+  EXPECT_EQ(errorOf(j), "config.json: field 'layer_types': layer 1 is 'linear_attention', which "
+                        "Qwen3MoeForCausalLM does not have (it has: full_attention)");
+  j["layer_types"] = {"full_attention"};
+  EXPECT_EQ(errorOf(j), "config.json: field 'layer_types': 1 entries for " +
+                            std::to_string(layers) + " layers");
+  j["layer_types"] = "full_attention";
+  EXPECT_NE(errorOf(j).find("config.json: field 'layer_types'"), std::string::npos) << errorOf(j);
+}
+
+// Families are looked up by architecture and by volt's name; one of a
+// made-up architecture can be registered, and a taken name cannot.
+TEST(ModelConfig, FamilyRegistry) {
+  ASSERT_NE(familyByArchitecture("MixtralForCausalLM"), nullptr);
+  EXPECT_EQ(familyByArchitecture("MixtralForCausalLM")->name, "mixtral");
+  EXPECT_EQ(familyByName("llama")->architectures.front(), "LlamaForCausalLM");
+  EXPECT_EQ(familyByArchitecture("GPT2LMHeadModel"), nullptr);
+  static FamilyDef twin = *familyByName("qwen3");
+  Status taken = registerFamily(twin);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.message(), "family 'qwen3' is already registered");
+  twin.name = "qwen3-twin";
+  Status arch = registerFamily(twin);
+  ASSERT_FALSE(arch.ok());
+  EXPECT_EQ(arch.message(), "family 'qwen3-twin': architecture 'Qwen3ForCausalLM' is already "
+                            "read by 'qwen3'");
+  static FamilyDef incomplete;
+  incomplete.name = "nothing";
+  incomplete.architectures = {"NothingForCausalLM"};
+  EXPECT_FALSE(registerFamily(incomplete).ok());
+}
+
 TEST(ModelConfig, MissingAndMistypedFields) {
   auto j = preset("qwen3-moe");
   j.erase("hidden_size");
@@ -112,8 +158,7 @@ TEST(ModelConfig, UnsupportedOptionsAreRejectedByName) {
   EXPECT_NE(errorOf(j).find("attention biases"), std::string::npos) << errorOf(j);
   j = preset("llama");
   j["torch_dtype"] = "float8_e4m3fn";
-  EXPECT_NE(errorOf(j).find("unsupported dtype 'float8_e4m3fn'"), std::string::npos)
-      << errorOf(j);
+  EXPECT_NE(errorOf(j).find("unsupported dtype 'float8_e4m3fn'"), std::string::npos) << errorOf(j);
 }
 
 TEST(ModelConfig, InconsistentShapes) {

@@ -78,19 +78,20 @@ TEST_P(EveryFamilyAndFormat, LoadsWithEveryWeightBound) {
   EXPECT_EQ(p.dense, c.dense);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Model, EveryFamilyAndFormat,
-    ::testing::Combine(::testing::Values("qwen3-moe", "qwen2-moe", "mixtral", "qwen3", "llama"),
-                       ::testing::Values(mkmodel::Format::ModelOpt,
-                                         mkmodel::Format::CompressedTensors,
-                                         mkmodel::Format::BF16)),
-    [](const auto &info) {
-      std::string name = std::get<0>(info.param) + "_" + mkmodel::formatName(std::get<1>(info.param));
-      for (char &ch : name)
-        if (!std::isalnum(static_cast<unsigned char>(ch)))
-          ch = '_';
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Model, EveryFamilyAndFormat,
+                         ::testing::Combine(::testing::Values("qwen3-moe", "qwen2-moe", "mixtral",
+                                                              "qwen3", "llama"),
+                                            ::testing::Values(mkmodel::Format::ModelOpt,
+                                                              mkmodel::Format::CompressedTensors,
+                                                              mkmodel::Format::BF16)),
+                         [](const auto &info) {
+                           std::string name = std::get<0>(info.param) + "_" +
+                                              mkmodel::formatName(std::get<1>(info.param));
+                           for (char &ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch)))
+                               ch = '_';
+                           return name;
+                         });
 
 std::vector<float> dequantized(const Linear &l) {
   std::vector<float> out(static_cast<size_t>(l.outFeatures * l.inFeatures));
@@ -119,9 +120,9 @@ TEST(ModelLoader, BothNvfp4ConventionsDecodeToTheSameWeights) {
   auto mo = loadModel(writeModelDir("qwen2-moe", mkmodel::Format::ModelOpt));
   auto ct = loadModel(writeModelDir("qwen2-moe", mkmodel::Format::CompressedTensors));
   ASSERT_TRUE(bf16.ok() && mo.ok() && ct.ok());
-  const Linear &ref = bf16->layers[0].experts[3].down;
-  const Linear &a = mo->layers[0].experts[3].down;
-  const Linear &b = ct->layers[0].experts[3].down;
+  const Linear &ref = bf16->layers[0].moe()->experts[3].down;
+  const Linear &a = mo->layers[0].moe()->experts[3].down;
+  const Linear &b = ct->layers[0].moe()->experts[3].down;
   std::vector<float> w = dequantized(ref), wa = dequantized(a), wb = dequantized(b);
   float amax = nvfp4::absMax(w);
   for (size_t i = 0; i < w.size(); ++i) {
@@ -185,17 +186,15 @@ TEST(ModelLoader, MissingTensor) {
 }
 
 TEST(ModelLoader, PackedWeightWithoutBlockScales) {
-  auto dir = brokenModel("noscale", [](EditableTensor &t) {
-    return t.name != kExpert + ".weight_scale";
-  });
+  auto dir =
+      brokenModel("noscale", [](EditableTensor &t) { return t.name != kExpert + ".weight_scale"; });
   expectLoadError(dir, "'" + kExpert + ".weight' (in ");
   expectLoadError(dir, "has no '" + kExpert + ".weight_scale' sibling");
 }
 
 TEST(ModelLoader, PackedWeightWithoutGlobalScale) {
-  auto dir = brokenModel("noglobal", [](EditableTensor &t) {
-    return t.name != kExpert + ".weight_scale_2";
-  });
+  auto dir = brokenModel("noglobal",
+                         [](EditableTensor &t) { return t.name != kExpert + ".weight_scale_2"; });
   expectLoadError(dir, "has no '" + kExpert + ".weight_scale_2' sibling (global scale)");
 }
 

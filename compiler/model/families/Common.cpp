@@ -1,0 +1,102 @@
+//===- Common.cpp ---------------------------------------------------------===//
+#include "compiler/model/families/Common.h"
+
+namespace volt::model::families {
+
+#define VOLT_READ(lhs, expr)                                                                       \
+  do {                                                                                             \
+    auto r_ = (expr);                                                                              \
+    if (!r_)                                                                                       \
+      return r_.error();                                                                           \
+    lhs = *r_;                                                                                     \
+  } while (false)
+
+std::string layerPrefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
+
+Status readQwenMoeConfig(const JsonFields &f, ModelConfig &c, const char *expertsField) {
+  VOLT_READ(c.numExperts, f.positiveInt(expertsField));
+  VOLT_READ(c.numExpertsPerTok, f.positiveInt("num_experts_per_tok"));
+  VOLT_READ(c.moeIntermediateSize, f.positiveInt("moe_intermediate_size"));
+  VOLT_READ(c.normTopkProb, f.boolean("norm_topk_prob", false));
+  VOLT_READ(c.decoderSparseStep, f.positiveInt("decoder_sparse_step", 1));
+  VOLT_READ(c.mlpOnlyLayers, f.intList("mlp_only_layers"));
+  // The dense MLP width matters only when some layer is dense.
+  VOLT_READ(c.intermediateSize, f.nonNegativeInt("intermediate_size", 0));
+  return Status::success();
+}
+
+Status rejectAttentionBias(const JsonFields &f, const ModelConfig &c) {
+  auto bias = f.boolean("attention_bias", false);
+  if (!bias)
+    return bias.error();
+  if (*bias)
+    return f.error("attention_bias", "attention biases are not supported for " + c.architecture);
+  return Status::success();
+}
+
+Result<GatedMlp> bindGatedMlp(TensorBinder &b, const std::string &prefix, const MlpNames &names,
+                              int64_t hidden, int64_t width) {
+  GatedMlp m;
+  VOLT_BIND(m.gate, b.linear(prefix + names.gate, width, hidden));
+  VOLT_BIND(m.up, b.linear(prefix + names.up, width, hidden));
+  VOLT_BIND(m.down, b.linear(prefix + names.down, hidden, width));
+  return m;
+}
+
+Result<Attention> bindAttention(TensorBinder &b, const ModelConfig &c, const std::string &a) {
+  Attention att;
+  const int64_t h = c.hiddenSize, hd = c.headDim;
+  VOLT_BIND(att.q, b.linear(a + "q_proj", c.numAttentionHeads * hd, h, c.qkvBias));
+  VOLT_BIND(att.k, b.linear(a + "k_proj", c.numKeyValueHeads * hd, h, c.qkvBias));
+  VOLT_BIND(att.v, b.linear(a + "v_proj", c.numKeyValueHeads * hd, h, c.qkvBias));
+  VOLT_BIND(att.o, b.linear(a + "o_proj", h, c.numAttentionHeads * hd));
+  if (c.qkNorm) {
+    VOLT_BIND(att.qNorm, b.param(a + "q_norm.weight", {hd}));
+    VOLT_BIND(att.kNorm, b.param(a + "k_norm.weight", {hd}));
+  }
+  return att;
+}
+
+Result<Moe> bindMoe(TensorBinder &b, const ModelConfig &c, const std::string &m,
+                    const MlpNames &expertNames) {
+  Moe moe;
+  const int64_t h = c.hiddenSize;
+  VOLT_BIND(moe.router, b.linear(m + "gate", c.numExperts, h));
+  for (int64_t e = 0; e < c.numExperts; ++e) {
+    GatedMlp expert;
+    VOLT_BIND(expert, bindGatedMlp(b, m + "experts." + std::to_string(e) + ".", expertNames, h,
+                                   c.moeIntermediateSize));
+    moe.experts.push_back(std::move(expert));
+  }
+  if (c.sharedExpertIntermediateSize > 0) {
+    VOLT_BIND(moe.sharedExpert,
+              bindGatedMlp(b, m + "shared_expert.", MlpNames{}, h, c.sharedExpertIntermediateSize));
+    VOLT_BIND(moe.sharedExpertGate, b.linear(m + "shared_expert_gate", 1, h));
+  }
+  return moe;
+}
+
+Result<Layer> bindTransformerLayer(TensorBinder &b, const ModelConfig &c, int64_t i,
+                                   const std::string &ffnPrefix, const MlpNames &expertNames) {
+  Layer l;
+  l.index = i;
+  const std::string p = layerPrefix(i);
+  const int64_t h = c.hiddenSize;
+  VOLT_BIND(l.inputNorm, b.param(p + "input_layernorm.weight", {h}));
+  VOLT_BIND(l.postAttentionNorm, b.param(p + "post_attention_layernorm.weight", {h}));
+  Attention attention;
+  VOLT_BIND(attention, bindAttention(b, c, p + "self_attn."));
+  l.mixer = std::move(attention);
+  if (c.isMoeLayer(i)) {
+    Moe moe;
+    VOLT_BIND(moe, bindMoe(b, c, p + ffnPrefix, expertNames));
+    l.ffn = std::move(moe);
+  } else {
+    GatedMlp mlp;
+    VOLT_BIND(mlp, bindGatedMlp(b, p + "mlp.", MlpNames{}, h, c.intermediateSize));
+    l.ffn = std::move(mlp);
+  }
+  return l;
+}
+
+} // namespace volt::model::families

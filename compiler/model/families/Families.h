@@ -1,0 +1,14 @@
+//===- Families.h - the built-in families ------------------------*- C++ -*-===//
+#pragma once
+
+#include "compiler/model/Family.h"
+
+namespace volt::model::families {
+
+const FamilyDef &qwen3Moe();
+const FamilyDef &qwen2Moe();
+const FamilyDef &mixtral();
+const FamilyDef &qwen3();
+const FamilyDef &llama();
+
+} // namespace volt::model::families

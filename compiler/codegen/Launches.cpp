@@ -349,6 +349,24 @@ Result<PlannedLaunch> gatherRows(Context &c, const Variant &v) {
   return l;
 }
 
+Result<PlannedLaunch> emaScan(Context &c, const Variant &v) {
+  const auto &p = c.params<plan::EmaScanParamsT>();
+  if (p.dim == 0)
+    return c.error("dim 0");
+  if (c.at(2).kind != OperandKind::Cache)
+    return c.error("operand 2 must be the layer's state");
+  const uint32_t threads = std::min<uint32_t>(configThreads(v, 128), (p.dim + 31) / 32 * 32);
+  KernelRequest r{"ema_scan", {}, threads, 0};
+  r.set("dim", p.dim);
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = {0, 1, 0, 1};
+  l.grid[1] = {0, 0, (p.dim + threads - 1) / threads, 1};
+  for (size_t i = 0; i < 7; ++i)
+    l.args.push_back(LaunchArg::pointer(c.at(i)));
+  l.args.push_back(LaunchArg::seqCount());
+  return l;
+}
+
 Result<PlannedLaunch> moeRouter(Context &c, const Variant &v) {
   const auto &p = c.params<plan::MoeRouterParamsT>();
   if (p.top_k < 1 || p.top_k > 32 || p.top_k > p.num_experts)
@@ -714,6 +732,9 @@ planLaunches(const OpInfo &op, const std::vector<Variant> &variants, const Progr
       break;
     case plan::OpKind::GatherRows:
       l = gatherRows(c, v);
+      break;
+    case plan::OpKind::EmaScan:
+      l = emaScan(c, v);
       break;
     case plan::OpKind::AllReduce:
     case plan::OpKind::AllGather:

@@ -28,17 +28,10 @@
 
 namespace volt::codegen {
 
-/// Where an operand lives; the values of volt.plan.OperandKind. A
-/// Workspace operand's index is a byte offset into the rank's kernel
-/// workspace.
-enum class OperandKind : uint8_t {
-  Arena = 0,
-  Weight = 1,
-  Input = 2,
-  Output = 3,
-  KvCache = 4,
-  Workspace = 5
-};
+/// Where an operand lives (plan.fbs). A Workspace operand's index is a
+/// byte offset into the rank's kernel workspace; a Cache operand's counts
+/// the rank's cache layers.
+using OperandKind = plan::OperandKind;
 
 /// One operand of an op, with the facts its launches depend on.
 struct OperandInfo {

@@ -90,6 +90,17 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
                  "; set weights: {quantize: none}");
   if (auto st = model::checkTensorParallel(c, s.tensorParallelSize, anyNvfp4); !st)
     return Error(file + ": " + st.message() + " (model " + m.dir.string() + ")");
+  if (s.enablePrefixCaching) {
+    // A cached KV prefix does not bring the recurrent state at its end.
+    std::vector<std::string> recurrent;
+    for (size_t i = 0; i < c.mixers.size(); ++i)
+      if (c.mixers[i] != model::MixerKind::Attention)
+        recurrent.push_back(std::to_string(i));
+    if (!recurrent.empty())
+      return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
+                   " keep a recurrent state per sequence, which a cached prefix does not "
+                   "restore; prefix caching is not supported for such models; remove it");
+  }
   return Status::success();
 }
 

@@ -271,8 +271,9 @@ Value Importer::attention(Value h, const model::Attention &l, int64_t layer, Val
 Value Importer::mixer(Value h, const Layer &l, Value positions, Value metadata) {
   if (const model::Attention *a = l.attention())
     return attention(h, *a, l.index, positions, metadata);
-  error_ = "layer " + std::to_string(l.index) + ": its mixer has no import";
-  return {};
+  const model::Ema &e = *l.ema();
+  return b_.create<ir::EmaScanOp>(at(e.decay.name), h.getType(), h, param(e.decay), metadata,
+                                  b_.getI64IntegerAttr(l.index));
 }
 
 Value Importer::mlp(Value h, const GatedMlp &m, const std::string &name) {

@@ -57,8 +57,7 @@ private:
   /// output when the function returns it.
   Value resultBuffer(Value v, StringRef name) {
     if (v == returned_)
-      return b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()),
-                                     b_.getStringAttr("logits"));
+      return b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()), b_.getStringAttr("logits"));
     auto t = ranked(v);
     int64_t perRow = elementBytes(t.getElementType());
     for (int64_t d : t.getShape().drop_front())
@@ -87,8 +86,7 @@ private:
   LogicalResult inPlace(Operation *op, Value in, Value out) {
     for (Operation *user : in.getUsers())
       if (user != op && !user->isBeforeInBlock(op))
-        return op->emitOpError()
-               << "updates its input in place, but the input is used after it";
+        return op->emitOpError() << "updates its input in place, but the input is used after it";
     buffers_[out] = buffer(in);
     return success();
   }
@@ -98,9 +96,8 @@ private:
     ArrayAttr kernels = from->getAttrOfType<ArrayAttr>("volt.kernels");
     if (!kernels)
       kernels = b_.getArrayAttr({});
-    b_.create<vx::LaunchOp>(loc(), b_.getStringAttr(kind), operands,
-                            b_.getDictionaryAttr(params), kernels,
-                            b_.getStringAttr(name.empty() ? nameOf(from) : name.str()));
+    b_.create<vx::LaunchOp>(loc(), b_.getStringAttr(kind), operands, b_.getDictionaryAttr(params),
+                            kernels, b_.getStringAttr(name.empty() ? nameOf(from) : name.str()));
   }
 
   /// A launch whose kernel is not one of `from`'s variants (MoE's align and
@@ -124,9 +121,7 @@ private:
   NamedAttribute f32(StringRef name, float v) {
     return b_.getNamedAttr(name, b_.getF32FloatAttr(v));
   }
-  NamedAttribute flag(StringRef name, bool v) {
-    return b_.getNamedAttr(name, b_.getBoolAttr(v));
-  }
+  NamedAttribute flag(StringRef name, bool v) { return b_.getNamedAttr(name, b_.getBoolAttr(v)); }
   NamedAttribute str(StringRef name, StringRef v) {
     return b_.getNamedAttr(name, b_.getStringAttr(v));
   }
@@ -146,6 +141,8 @@ private:
   llvm::DenseMap<Value, Value> buffers_;
   /// Attention metadata: the engine's per-step sequence layout.
   Value slotMapping_, seqStarts_, contextLens_, blockTables_;
+  /// The step's state slots, made at the first op with state.
+  Value stateSlots_;
   Value returned_;
   int counter_ = 0;
   /// max_num_seqs of the deployment (0: unknown, size everything per token).
@@ -155,13 +152,14 @@ private:
 
 LogicalResult Lowering::lowerWeight(Operation *op) {
   bool nvfp4 = isa<vi::Nvfp4WeightOp>(op);
-  ArrayAttr names = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getNames() : cast<vi::WeightOp>(op).getNames();
+  ArrayAttr names =
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getNames() : cast<vi::WeightOp>(op).getNames();
   DenseI64ArrayAttr partRows = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getPartRowsAttr()
                                      : cast<vi::WeightOp>(op).getPartRowsAttr();
-  int64_t experts = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getExperts()
-                          : cast<vi::WeightOp>(op).getExperts();
-  ArrayAttr shards = nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getShardsAttr()
-                           : cast<vi::WeightOp>(op).getShardsAttr();
+  int64_t experts =
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getExperts() : cast<vi::WeightOp>(op).getExperts();
+  ArrayAttr shards =
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getShardsAttr() : cast<vi::WeightOp>(op).getShardsAttr();
   SmallVector<int64_t> shape(ranked(op->getResult(0)).getShape());
   if (nvfp4)
     shape.back() *= 2;
@@ -188,8 +186,8 @@ LogicalResult Lowering::lowerWeight(Operation *op) {
   return success();
 }
 
-LogicalResult Lowering::lowerExperts(Operation *op, Value x, Value ids, Value weights,
-                                     Value gateUp, Value down, bool quantized) {
+LogicalResult Lowering::lowerExperts(Operation *op, Value x, Value ids, Value weights, Value gateUp,
+                                     Value down, bool quantized) {
   std::string name = nameOf(op);
   auto gu = ranked(gateUp).getShape(), d = ranked(down).getShape();
   int64_t experts = gu[0], hidden = d[1], width = quantized ? d[2] * 2 : d[2];
@@ -292,10 +290,25 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         Value kv = b_.create<vx::KvCacheOp>(loc(), vx::BufferType::get(ctx()),
                                             b_.getI64IntegerAttr(a.getLayer()));
         launch(op, "Attention",
-               {buffer(a.getQkv()), kv, slotMapping_, seqStarts_, contextLens_, blockTables_,
-                out},
+               {buffer(a.getQkv()), kv, slotMapping_, seqStarts_, contextLens_, blockTables_, out},
                {i64("num_heads", a.getNumHeads()), i64("num_kv_heads", a.getNumKvHeads()),
                 i64("head_dim", a.getHeadDim()), i64("layer", a.getLayer())});
+        return success();
+      })
+      .Case<vi::EmaScanOp>([&](vi::EmaScanOp e) {
+        Value out = resultBuffer(e.getResult(), name);
+        const int64_t dim = ranked(e.getX()).getShape().back();
+        // Each sequence's state: dim FP32 values in the group's slot.
+        Value state = b_.create<vx::StateOp>(
+            loc(), vx::BufferType::get(ctx()), b_.getStringAttr("ema"), e.getLayerAttr(),
+            TypeAttr::get(b_.getF32Type()), b_.getI64IntegerAttr(dim * 4));
+        if (!stateSlots_)
+          stateSlots_ = b_.create<vx::InputOp>(loc(), vx::BufferType::get(ctx()),
+                                               b_.getStringAttr("state_slots"));
+        launch(op, "EmaScan",
+               {buffer(e.getX()), buffer(e.getDecay()), state, seqStarts_, contextLens_,
+                stateSlots_, out},
+               {i64("dim", dim), i64("layer", e.getLayerAttr().getInt())});
         return success();
       })
       .Case<vi::SiluMulOp>([&](vi::SiluMulOp s) {
@@ -317,8 +330,8 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                             m.getDownPacked(), true);
       })
       .Case<vi::MoeExpertsOp>([&](vi::MoeExpertsOp m) {
-        return lowerExperts(op, m.getX(), m.getIds(), m.getWeights(), m.getGateUp(),
-                            m.getDown(), false);
+        return lowerExperts(op, m.getX(), m.getIds(), m.getWeights(), m.getGateUp(), m.getDown(),
+                            false);
       })
       .Case<vi::SigmoidGateAddOp>([&](vi::SigmoidGateAddOp g) -> LogicalResult {
         if (failed(inPlace(op, g.getX(), g.getResult())))
@@ -354,9 +367,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
       .Case<vi::AddOp, vi::QkNormOp, vi::RopeOp>([&](Operation *o) {
         return o->emitOpError() << "must be fused before lowering (--volt-fuse-elementwise)";
       })
-      .Default([&](Operation *o) {
-        return o->emitOpError() << "has no lowering to vexec";
-      });
+      .Default([&](Operation *o) { return o->emitOpError() << "has no lowering to vexec"; });
 }
 
 LogicalResult Lowering::run() {
@@ -367,8 +378,7 @@ LogicalResult Lowering::run() {
     if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"))
       maxNumSeqs_ = seqs.getInt();
   b_.setInsertionPointToEnd(module_.getBody());
-  auto fn = b_.create<func::FuncOp>(step_.getLoc(), "step_vexec",
-                                    b_.getFunctionType({}, {}));
+  auto fn = b_.create<func::FuncOp>(step_.getLoc(), "step_vexec", b_.getFunctionType({}, {}));
   Block *body = fn.addEntryBlock();
   b_.setInsertionPointToStart(body);
   auto input = [&](StringRef name) {
@@ -378,8 +388,7 @@ LogicalResult Lowering::run() {
   for (BlockArgument arg : step_.getArguments()) {
     auto role = step_.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "volt.input");
     if (!role)
-      return step_.emitOpError() << "argument " << arg.getArgNumber()
-                                 << " has no volt.input role";
+      return step_.emitOpError() << "argument " << arg.getArgNumber() << " has no volt.input role";
     if (role.getValue() == "attention") {
       slotMapping_ = input("slot_mapping");
       seqStarts_ = input("seq_starts");

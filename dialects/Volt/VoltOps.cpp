@@ -38,8 +38,7 @@ std::string shapeString(Value v) {
 /// Checks `v` has `rank` dimensions; the message names `what`.
 LogicalResult expectRank(Operation *op, Value v, int64_t rank, StringRef what) {
   if (ranked(v).getRank() != rank)
-    return op->emitOpError() << what << " must have rank " << rank << ", found "
-                             << shapeString(v);
+    return op->emitOpError() << what << " must have rank " << rank << ", found " << shapeString(v);
   return success();
 }
 
@@ -66,13 +65,13 @@ LogicalResult verifyWeightAttrs(Operation *op, ArrayAttr names, ArrayRef<int64_t
   int64_t perExpert = static_cast<int64_t>(partRows.size());
   int64_t wantNames = experts > 0 ? experts * perExpert : perExpert;
   if (static_cast<int64_t>(names.size()) != wantNames)
-    return op->emitOpError() << "has " << names.size() << " names for " << perExpert
-                             << " part(s)" << (experts > 0 ? " per expert" : "") << "; expected "
-                             << wantNames;
+    return op->emitOpError() << "has " << names.size() << " names for " << perExpert << " part(s)"
+                             << (experts > 0 ? " per expert" : "") << "; expected " << wantNames;
   // [rows, cols] or [rows] (biases, norm weights), with a leading experts
   // dimension when stacked.
   int64_t base = experts > 0 ? 1 : 0;
-  if (static_cast<int64_t>(shape.size()) != base + 2 && static_cast<int64_t>(shape.size()) != base + 1)
+  if (static_cast<int64_t>(shape.size()) != base + 2 &&
+      static_cast<int64_t>(shape.size()) != base + 1)
     return op->emitOpError() << "must have rank " << base + 1 << " or " << base + 2
                              << (experts > 0 ? " ([experts, rows(, cols)])" : " ([rows(, cols)])");
   if (experts > 0 && shape[0] != experts)
@@ -125,7 +124,7 @@ LogicalResult verifyGlobalScales(Operation *op, ArrayRef<float> scales, size_t w
 
 /// `shards`, when present, holds one #volt.shard per part.
 static LogicalResult verifyShards(Operation *op, std::optional<ArrayAttr> shards, size_t parts,
-                           size_t rank) {
+                                  size_t rank) {
   if (!shards)
     return success();
   if (shards->size() != parts)
@@ -145,8 +144,7 @@ LogicalResult WeightOp::verify() {
   if (failed(verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(),
                                getResult().getType().getShape())))
     return failure();
-  return verifyShards(*this, getShards(), getPartRows().size(),
-                      getResult().getType().getRank());
+  return verifyShards(*this, getShards(), getPartRows().size(), getResult().getType().getRank());
 }
 
 LogicalResult Nvfp4WeightOp::verify() {
@@ -222,8 +220,8 @@ LogicalResult LinearOp::verify() {
   if (failed(expectActivation(*this, getX(), w[1], "input")) ||
       failed(expectActivation(*this, getResult(), w[0], "result")))
     return failure();
-  if (getBias() && (failed(expectRank(*this, getBias(), 1, "bias")) ||
-                    !compatible(lastDim(getBias()), w[0])))
+  if (getBias() &&
+      (failed(expectRank(*this, getBias(), 1, "bias")) || !compatible(lastDim(getBias()), w[0])))
     return emitOpError() << "bias must have " << w[0] << " elements";
   return success();
 }
@@ -298,8 +296,7 @@ LogicalResult QkNormRopeOp::verify() {
   if (getQWeight())
     for (Value w : {getQWeight(), getKWeight()})
       if (failed(expectRank(*this, w, 1, "norm weight")) || lastDim(w) != getHeadDim())
-        return emitOpError() << "norm weights must have head_dim " << getHeadDim()
-                             << " elements";
+        return emitOpError() << "norm weights must have head_dim " << getHeadDim() << " elements";
   return verifyHeads(*this, getQkv(), getNumHeads(), getNumKvHeads(), getHeadDim());
 }
 
@@ -309,6 +306,18 @@ LogicalResult AttentionOp::verify() {
   if (getLayer() < 0)
     return emitOpError() << "layer must be non-negative";
   return expectActivation(*this, getResult(), getNumHeads() * getHeadDim(), "result");
+}
+
+LogicalResult EmaScanOp::verify() {
+  if (failed(expectRank(*this, getX(), 2, "x")) ||
+      failed(expectRank(*this, getDecay(), 1, "decay")))
+    return failure();
+  const int64_t dim = lastDim(getX());
+  if (!ShapedType::isDynamic(dim) && lastDim(getDecay()) != dim)
+    return emitOpError() << "decay has " << lastDim(getDecay()) << " channels for " << dim;
+  if (getLayerAttr().getInt() < 0)
+    return emitOpError() << "layer must be non-negative";
+  return expectActivation(*this, getResult(), dim, "result");
 }
 
 LogicalResult MoeRouterOp::verify() {
@@ -334,18 +343,17 @@ LogicalResult verifyRouting(Operation *op, Value ids, Value weights) {
 }
 
 /// Checks stacked expert weights [E, 2I, H] (gate|up) and [E, H, I] (down).
-LogicalResult verifyExpertShapes(Operation *op, ArrayRef<int64_t> gateUp,
-                                 ArrayRef<int64_t> down, Value x, Value result) {
+LogicalResult verifyExpertShapes(Operation *op, ArrayRef<int64_t> gateUp, ArrayRef<int64_t> down,
+                                 Value x, Value result) {
   if (gateUp.size() != 3 || down.size() != 3)
     return op->emitOpError() << "expert weights must have rank 3 ([experts, rows, cols])";
   if (gateUp[0] != down[0])
-    return op->emitOpError() << "gate_up has " << gateUp[0] << " experts but down has "
-                             << down[0];
+    return op->emitOpError() << "gate_up has " << gateUp[0] << " experts but down has " << down[0];
   int64_t hidden = gateUp[2], width = down[2];
   if (gateUp[1] != 2 * width || down[1] != hidden)
     return op->emitOpError() << "gate_up [E, 2I, H] and down [E, H, I] disagree: gate_up rows "
-                             << gateUp[1] << ", down " << down[1] << "x" << width
-                             << ", hidden " << hidden;
+                             << gateUp[1] << ", down " << down[1] << "x" << width << ", hidden "
+                             << hidden;
   if (failed(expectActivation(op, x, hidden, "input")) ||
       failed(expectActivation(op, result, hidden, "result")))
     return failure();
@@ -356,8 +364,8 @@ LogicalResult verifyExpertShapes(Operation *op, ArrayRef<int64_t> gateUp,
 LogicalResult MoeExpertsOp::verify() {
   if (failed(verifyRouting(*this, getIds(), getWeights())))
     return failure();
-  return verifyExpertShapes(*this, ranked(getGateUp()).getShape(),
-                            ranked(getDown()).getShape(), getX(), getResult());
+  return verifyExpertShapes(*this, ranked(getGateUp()).getShape(), ranked(getDown()).getShape(),
+                            getX(), getResult());
 }
 
 LogicalResult MoeQExpertsOp::verify() {

@@ -315,6 +315,27 @@ def Volt_AttentionOp : Volt_Op<"attention", [MemoryEffects<[MemRead, MemWrite]>]
   let hasVerifier = 1;
 }
 
+def Volt_EmaScanOp : Volt_Op<"ema_scan", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "A per-channel moving average over each sequence, with state.";
+  let description = [{
+    s = a * s + (1 - a) * x and result = s for each token of a sequence in
+    order, channel by channel, in FP32, with `a` = `decay` ([H], in (0, 1)).
+    The state s of layer `layer` is kept per sequence between steps (a state
+    slot); a sequence whose step starts at position 0 starts from s = 0.
+    The op has side effects (the state).
+
+    ```mlir
+    %y = volt.ema_scan %x, %decay, %attn {layer = 0 : i64}
+        : (tensor<?x64xf16>, tensor<64xf16>, !volt.attention_metadata) -> tensor<?x64xf16>
+    ```
+  }];
+  let arguments = (ins Volt_FloatTensor:$x, Volt_FloatTensor:$decay,
+                       Volt_AttentionMetadataType:$metadata, I64Attr:$layer);
+  let results = (outs Volt_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $decay `,` $metadata attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//

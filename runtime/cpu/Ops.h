@@ -11,6 +11,7 @@
 #include "runtime/cpu/Activation.h"   // SiluMul, SigmoidGateAdd
 #include "runtime/cpu/Attention.h"    // Attention
 #include "runtime/cpu/Communicator.h" // AllReduce, AllGather
+#include "runtime/cpu/Ema.h"          // EmaScan
 #include "runtime/cpu/Gather.h"       // Embedding, GatherRows
 #include "runtime/cpu/Linear.h"       // Linear, QLinear
 #include "runtime/cpu/Moe.h"          // MoeRouter, MoeAlign, MoeGroupedQLinear, MoeCombine

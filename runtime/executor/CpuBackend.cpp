@@ -452,6 +452,11 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
                                        rows(at(0)), op->params_as_AllGatherParams()->dim(),
                                        dtype(at(0)));
       break;
+    case OpKind::EmaScan:
+      cpu::emaScan({T, S, op->params_as_EmaScanParams()->dim()}, f16(at(0)), f16(at(1)),
+                   reinterpret_cast<float *>(pointer(at(2))), i32(at(3)), i32(at(4)), i32(at(5)),
+                   f16(at(6)), pool);
+      break;
     case OpKind::GatherRows:
       cpu::gatherRows({S, op->params_as_GatherRowsParams()->dim(), dtype(at(0))}, pointer(at(0)),
                       i32(at(1)), pointer(at(2)), pool);

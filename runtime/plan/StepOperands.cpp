@@ -152,8 +152,9 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
   for (int32_t block : batch.blockTables)
     if (block < 0 || static_cast<uint32_t>(block) >= blocks)
       return Error("block table entry " + std::to_string(block) + " is outside the cache");
+  // A plan without recurrent state reads no slot.
   std::vector<bool> used(stateSlots, false);
-  for (int32_t slot : batch.stateSlots) {
+  for (int32_t slot : stateSlots ? batch.stateSlots : std::span<const int32_t>()) {
     if (slot == -1)
       continue;
     if (slot < 0 || static_cast<uint32_t>(slot) >= stateSlots)

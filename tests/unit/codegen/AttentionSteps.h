@@ -96,7 +96,7 @@ inline OpInfo attentionOp(int64_t heads, int64_t kvHeads, int64_t dim) {
   OpInfo op;
   op.kind = plan::OpKind::Attention;
   op.name = "attention";
-  op.operands = {attentionOperand(OperandKind::Arena, 0), attentionOperand(OperandKind::KvCache, 0),
+  op.operands = {attentionOperand(OperandKind::Arena, 0), attentionOperand(OperandKind::Cache, 0),
                  attentionOperand(OperandKind::Input, 2), attentionOperand(OperandKind::Input, 3),
                  attentionOperand(OperandKind::Input, 4), attentionOperand(OperandKind::Input, 5),
                  attentionOperand(OperandKind::Arena, 1)};

@@ -109,7 +109,7 @@ TEST(Launches, AttentionPassesBothHalvesOfTheLayersCache) {
   // token and a pool of 8 chunk blocks, per kv head.
   EXPECT_EQ(a.grid[0].at(37, 3), 37u + 8u);
   EXPECT_EQ(a.grid[1].at(37, 3), 2u);
-  EXPECT_EQ(a.args[1].operandKind, OperandKind::KvCache);
+  EXPECT_EQ(a.args[1].operandKind, OperandKind::Cache);
   EXPECT_EQ(a.args[1].offset, 0u);
   EXPECT_EQ(a.args[2].offset, program.kvLayerBytes());
   EXPECT_EQ(program.kvLayerBytes(), 4096ull * 16 * 2 * 128 * 2);

@@ -72,7 +72,7 @@ inline OperandInfo arena(uint32_t index, bool f32 = false, bool perSequence = fa
 
 inline OperandInfo kvCache(uint32_t layer) {
   OperandInfo o;
-  o.kind = OperandKind::KvCache;
+  o.kind = OperandKind::Cache;
   o.index = layer;
   return o;
 }

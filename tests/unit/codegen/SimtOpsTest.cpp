@@ -102,6 +102,15 @@ namespace gate_add {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace gate_add
 
+namespace ema {
+#define VOLT_DIM 300
+#define VOLT_THREADS 256
+#define ema_scan ema_entry
+#include "ema_scan.cu"
+#undef ema_scan
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace ema
+
 namespace gather_f32 {
 #define VOLT_DIM 24
 #define VOLT_ELEMENT_BYTES 4
@@ -378,6 +387,60 @@ TEST(SimtOps, QkNormRopeWithAndWithoutNorms) {
     std::apply(rope_plain::rope_plain_entry,
                std::tuple{a.pointer<u16>(), a.pointer<const int>(), a.i32(), a.f32(), a.f32()});
   });
+}
+
+// Three sequences: one starting at position 0, one continuing from its
+// slot, one continuing without a slot (padding: starts from zeros, keeps
+// nothing); 300 channels over two blocks of 256 threads. Bit for bit: the
+// kernel rounds as the cpu op does.
+TEST(SimtOps, EmaScanKeepsEachSequencesState) {
+  OpInfo op =
+      makeOp<plan::EmaScanParamsT>(plan::OpKind::EmaScan,
+                                   {operand(OperandKind::Arena, 0), operand(OperandKind::Weight, 0),
+                                    operand(OperandKind::Cache, 0), operand(OperandKind::Input, 3),
+                                    operand(OperandKind::Input, 4), operand(OperandKind::Input, 7),
+                                    operand(OperandKind::Arena, 1)},
+                                   [](auto &p) {
+                                     p.dim = 300;
+                                     p.layer = 2;
+                                   });
+  PlannedLaunch l = plan(op, {{"dim", 300}}, 256);
+  const int tokens = 9, seqs = 3, slots = 4;
+  std::vector<uint16_t> in = randomHalves(rng, tokens * 300, 2.0f), decay(300);
+  std::uniform_real_distribution<float> a(0.05f, 0.95f);
+  for (uint16_t &d : decay)
+    d = floatToHalf(a(rng));
+  std::vector<int32_t> starts = {0, 4, 5, 9}, contexts = {4, 8, 30}, stateSlots = {2, 0, -1};
+  std::vector<float> state(slots * 300);
+  for (float &v : state)
+    v = a(rng) - 0.5f;
+  std::vector<float> cpuState = state;
+  std::vector<uint16_t> gpu(in.size(), 0x7E00), cpuOut(in.size());
+  cpu::ThreadPool pool(1);
+  cpu::emaScan({tokens, seqs, 300}, in.data(), decay.data(), cpuState.data(), starts.data(),
+               contexts.data(), stateSlots.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = tokens;
+  m.seqs = seqs;
+  m.bind(op.operands[0], in.data());
+  m.bind(op.operands[1], decay.data());
+  m.bind(op.operands[2], state.data());
+  m.bind(op.operands[3], starts.data());
+  m.bind(op.operands[4], contexts.data());
+  m.bind(op.operands[5], stateSlots.data());
+  m.bind(op.operands[6], gpu.data());
+  run(l, m, [](Args &a) {
+    std::apply(ema::ema_entry,
+               std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<float>(),
+                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
+                          a.pointer<u16>(), a.i32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
+  EXPECT_EQ(state, cpuState);
+  // What the slots hold: slot 2 restarted, slot 0 continued, 1 and 3 untouched.
+  for (int s : {1, 3})
+    for (int i = 0; i < 300; ++i)
+      EXPECT_EQ(state[s * 300 + i], cpuState[s * 300 + i]);
 }
 
 TEST(SimtOps, SiluMulAndSigmoidGateAdd) {

@@ -71,6 +71,9 @@ struct Sequences {
       b.contextLens = context;
       b.blockTables = tables;
       b.logitsRows = rows;
+      // Each sequence keeps its own state slot (plans with recurrent
+      // state read them; the others none).
+      b.stateSlots = seqs;
       return b;
     }
   };

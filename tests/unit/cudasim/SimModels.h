@@ -18,6 +18,7 @@
 #include "compiler/driver/Compile.h"
 #include "compiler/mkmodel/MkModel.h"
 #include "runtime/support/Status.h"
+#include "tests/support/ToyEmaModel.h"
 
 #include <unistd.h>
 
@@ -52,6 +53,9 @@ inline const std::vector<SimModel> &simModels() {
       {"qwen2-moe-nvfp4-tp2", "qwen2-moe", mkmodel::Format::CompressedTensors, 2},
       {"qwen2-moe-bf16-tp1", "qwen2-moe", mkmodel::Format::BF16, 1},
       {"mixtral-nvfp4-tp4", "mixtral", mkmodel::Format::ModelOpt, 4},
+      // A made-up hybrid (tests/support/ToyEmaModel.h): recurrent layers
+      // with state slots beside attention layers 1 and 3.
+      {"toy-ema-bf16-tp1", "toy-ema", mkmodel::Format::BF16, 1},
   };
   return models;
 }
@@ -75,7 +79,11 @@ inline Result<std::filesystem::path> compileSimPlan(const SimModel &m,
                                                     const std::filesystem::path &root) {
   namespace fs = std::filesystem;
   const fs::path modelDir = root / "models" / (m.family + "-" + mkmodel::formatName(m.format));
-  if (!fs::exists(modelDir / "config.json")) {
+  if (m.family == "toy-ema") {
+    VOLT_RETURN_IF_ERROR(testing::registerToyEmaFamily());
+    if (!fs::exists(modelDir / "config.json"))
+      VOLT_RETURN_IF_ERROR(testing::writeToyEmaModel(modelDir));
+  } else if (!fs::exists(modelDir / "config.json")) {
     mkmodel::Options o;
     o.family = m.family;
     o.format = m.format;

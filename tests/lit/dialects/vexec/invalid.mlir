@@ -4,7 +4,7 @@
 // the plan cannot hold.
 
 func.func @unknown_kind(%b: !vexec.buffer) {
-  // expected-error-re @+1 {{unknown kind 'Convolution' (valid: Embedding, RmsNorm, {{.*}}, MoeGroupedLinear)}}
+  // expected-error-re @+1 {{unknown kind 'Convolution' (valid: Embedding, RmsNorm, {{.*}}, MoeGroupedLinear, EmaScan)}}
   vexec.launch "Convolution"(%b) {params = {}, kernels = [], name = "x"} : !vexec.buffer
   return
 }

@@ -1,0 +1,221 @@
+// A model with recurrent state (tests/support/ToyEmaModel.h: layers 0 and
+// 2 a per-channel moving average with a state slot per sequence, layers 1
+// and 3 attention) compiled and run on the cpu backend: its plan holds the
+// state group beside a KV cache of layers 1 and 3; every EmaScan the
+// engine runs, through continuous batching, chunked prefill and
+// preemption, matches the recurrence written here, state and all; and
+// every request's tokens are the ones it gets alone.
+#include "PlanFixture.h"
+
+#include "compiler/driver/Check.h"
+#include "compiler/driver/Inspect.h"
+#include "runtime/engine/Engine.h"
+#include "runtime/executor/CpuBackend.h"
+#include "runtime/numerics/Half.h"
+#include "runtime/plan/Caches.h"
+#include "runtime/plan/PlanFile.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace volt {
+namespace {
+
+constexpr int kMaxNumSeqs = 4, kMaxNumBatchedTokens = 64;
+
+testing::PlanRequest toyRequest(int tp) {
+  testing::PlanRequest r;
+  r.family = "toy-ema";
+  r.format = mkmodel::Format::BF16;
+  r.tensorParallelSize = tp;
+  r.maxNumSeqs = kMaxNumSeqs;
+  r.maxNumBatchedTokens = kMaxNumBatchedTokens;
+  r.extra = "max_model_len: 512\n";
+  return r;
+}
+
+TEST(StateModel, PlansStateSlotsBesideTheKvCache) {
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("tp " + std::to_string(tp));
+    auto path = testing::compilePlan(toyRequest(tp));
+    auto loaded = plan::LoadedPlan::load(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    for (const plan::Rank *r : *(*loaded)->plan().ranks()) {
+      ASSERT_EQ(r->caches()->size(), 2u);
+      const plan::CacheGroup *kv = r->caches()->Get(0), *state = r->caches()->Get(1);
+      EXPECT_EQ(kv->kind(), plan::CacheKind::PagedKv);
+      EXPECT_EQ(std::vector<uint32_t>(kv->layers()->begin(), kv->layers()->end()),
+                (std::vector<uint32_t>{1, 3}));
+      EXPECT_EQ(kv->num_kv_heads(), 2u / static_cast<uint32_t>(tp));
+      EXPECT_EQ(state->kind(), plan::CacheKind::StateSlots);
+      EXPECT_EQ(state->name()->str(), "ema");
+      EXPECT_EQ(std::vector<uint32_t>(state->layers()->begin(), state->layers()->end()),
+                (std::vector<uint32_t>{0, 2}));
+      EXPECT_EQ(state->dtype(), plan::DType::F32);
+      // Replicated: every rank keeps the whole state (64 channels).
+      EXPECT_EQ(state->slot_bytes(), 64u * 4);
+      EXPECT_EQ(state->num_slots(), static_cast<uint32_t>(kMaxNumSeqs));
+      EXPECT_EQ(state->bytes(), 2u * kMaxNumSeqs * 64 * 4);
+    }
+    auto report = driver::inspect(path);
+    ASSERT_TRUE(report.ok()) << report.message();
+    const std::string text = driver::formatInspectReport(*report);
+    EXPECT_NE(text.find("recurrent state 'ema'"), std::string::npos) << text;
+    EXPECT_NE(text.find("4 slots x 512 B per sequence (2 layers, F32)"), std::string::npos) << text;
+    EXPECT_NE(text.find("(2 attention layers)"), std::string::npos) << text;
+  }
+}
+
+TEST(StateModel, PrefixCachingIsRefusedAtCheck) {
+  testing::PlanRequest r = toyRequest(1);
+  r.extra += "enable_prefix_caching: true\n";
+  auto spec = testing::specFor(r, "prefix");
+  auto checked = driver::check(spec, {});
+  ASSERT_FALSE(checked.ok());
+  EXPECT_NE(checked.message().find("enable_prefix_caching: the model's layers 0, 2 keep a "
+                                   "recurrent state per sequence"),
+            std::string::npos)
+      << checked.message();
+}
+
+/// The recurrence EmaScan computes, written out: per (rank, layer, slot)
+/// the state, reset where a step starts a sequence at position 0.
+class ReferenceEma {
+public:
+  void check(const executor::OpObservation &o) {
+    ASSERT_EQ(o.operands.size(), 7u);
+    const auto *in = reinterpret_cast<const uint16_t *>(o.operands[0].data());
+    const auto *decay = reinterpret_cast<const uint16_t *>(o.operands[1].data());
+    const auto *starts = reinterpret_cast<const int32_t *>(o.operands[3].data());
+    const auto *contexts = reinterpret_cast<const int32_t *>(o.operands[4].data());
+    const auto *slots = reinterpret_cast<const int32_t *>(o.operands[5].data());
+    const auto *out = reinterpret_cast<const uint16_t *>(o.operands[6].data());
+    const int64_t dim = o.op->params_as_EmaScanParams()->dim();
+    const uint32_t layer = o.op->params_as_EmaScanParams()->layer();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int64_t s = 0; s < o.numSeqs; ++s) {
+      const int32_t first = starts[s], last = starts[s + 1];
+      std::vector<float> &st = state_[{o.rank, layer, slots[s]}];
+      if (contexts[s] - (last - first) == 0 || slots[s] < 0)
+        st.assign(static_cast<size_t>(dim), 0.0f);
+      ASSERT_EQ(st.size(), static_cast<size_t>(dim))
+          << "a sequence continues in slot " << slots[s] << " that holds no state";
+      for (int32_t t = first; t < last; ++t)
+        for (int64_t i = 0; i < dim; ++i) {
+          const float a = halfToFloat(decay[i]);
+          float &v = st[static_cast<size_t>(i)];
+          v = a * v + (1.0f - a) * halfToFloat(in[t * dim + i]);
+          const uint16_t want = floatToHalf(v), got = out[t * dim + i];
+          if (want != got) {
+            ++mismatches;
+            ADD_FAILURE() << "layer " << layer << ", slot " << slots[s] << ", token " << t
+                          << ", channel " << i << ": " << halfToFloat(got) << ", expected "
+                          << halfToFloat(want);
+            return;
+          }
+        }
+      checkedTokens += static_cast<size_t>(last - first);
+    }
+  }
+
+  size_t checkedTokens = 0, mismatches = 0;
+
+private:
+  std::mutex mu_;
+  std::map<std::tuple<uint32_t, uint32_t, int32_t>, std::vector<float>> state_;
+};
+
+struct EngineRun {
+  std::vector<std::vector<int32_t>> tokens;
+  engine::EngineStats stats;
+};
+
+engine::EngineConfig engineConfig(const plan::Plan &p, int32_t kvBlocks) {
+  const plan::Rank *rank0 = p.ranks()->Get(0);
+  engine::EngineConfig c;
+  c.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
+  c.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
+  c.numKvBlocks =
+      kvBlocks > 0 ? kvBlocks : static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
+  c.numStateSlots = static_cast<int32_t>(plan::stateSlotCount(*rank0));
+  c.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
+  c.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
+  c.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
+  c.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  return c;
+}
+
+/// Runs `prompts` (greedy, `maxTokens` each) on one engine over `plan`.
+EngineRun runEngine(const plan::LoadedPlan &plan, const std::vector<std::vector<int32_t>> &prompts,
+                    int32_t maxTokens, int32_t kvBlocks, ReferenceEma *reference) {
+  EngineRun run;
+  auto backend = executor::CpuBackend::create(plan, {2, 0});
+  EXPECT_TRUE(backend.ok()) << backend.message();
+  if (!backend.ok())
+    return run;
+  if (reference)
+    (*backend)->setOpObserver([reference](const executor::OpObservation &o) {
+      if (o.kind == plan::OpKind::EmaScan)
+        reference->check(o);
+    });
+  auto engine = engine::Engine::create(engineConfig(plan.plan(), kvBlocks), **backend);
+  EXPECT_TRUE(engine.ok()) << engine.message();
+  if (!engine.ok())
+    return run;
+  run.tokens.resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine::Request r;
+    r.promptTokens = prompts[i];
+    r.sampling.temperature = 0;
+    r.sampling.maxTokens = maxTokens;
+    r.sampling.ignoreEos = true;
+    r.onOutput = [&run, i](const engine::RequestOutput &o) {
+      if (o.token)
+        run.tokens[i].push_back(*o.token);
+    };
+    auto id = (*engine)->submit(std::move(r));
+    EXPECT_TRUE(id.ok()) << id.message();
+  }
+  Status done = (*engine)->runUntilIdle();
+  EXPECT_TRUE(done.ok()) << done.message();
+  run.stats = (*engine)->stats();
+  return run;
+}
+
+TEST(StateModel, EngineMatchesTheReferenceAndEachRequestAlone) {
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("tp " + std::to_string(tp));
+    auto path = testing::compilePlan(toyRequest(tp));
+    auto loaded = plan::LoadedPlan::load(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    const int32_t vocab = static_cast<int32_t>((*loaded)->plan().model()->vocab_size());
+    // Six requests for four slots: one prompt longer than a step's token
+    // budget (prefilled in chunks beside the others' decodes), and a KV
+    // cache of 14 blocks of 16 tokens for prompts and outputs of up to 174
+    // tokens each (preemption and recompute).
+    std::vector<std::vector<int32_t>> prompts;
+    for (int32_t length : {150, 7, 33, 12, 61, 20}) {
+      std::vector<int32_t> p;
+      for (int32_t i = 0; i < length; ++i)
+        p.push_back((11 + 37 * i + 101 * length) % (vocab - 3));
+      prompts.push_back(p);
+    }
+    ReferenceEma reference;
+    const EngineRun batched = runEngine(**loaded, prompts, 24, 14, &reference);
+    EXPECT_GT(batched.stats.numPreemptions, 0u) << "the test needs a preemption";
+    EXPECT_EQ(reference.mismatches, 0u);
+    EXPECT_GT(reference.checkedTokens, 2u * 300) << "too few EmaScan tokens checked";
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      const EngineRun alone = runEngine(**loaded, {prompts[i]}, 24, 0, nullptr);
+      ASSERT_EQ(batched.tokens[i].size(), 24u);
+      EXPECT_EQ(batched.tokens[i], alone.tokens[0]);
+    }
+  }
+}
+
+} // namespace
+} // namespace volt

@@ -3,11 +3,13 @@
 
 #include "dialects/Transforms/Passes.h"
 
+#include "mlir/Pass/PassRegistry.h"
+
 namespace volt::pipeline {
 
 std::optional<Phase> parsePhase(std::string_view name) {
-  for (Phase p : {Phase::Volt, Phase::Sharded, Phase::Fused, Phase::Vexec, Phase::Memory,
-                  Phase::Plan})
+  for (Phase p :
+       {Phase::Volt, Phase::Sharded, Phase::Fused, Phase::Vexec, Phase::Memory, Phase::Plan})
     if (name == phaseName(p))
       return p;
   return std::nullopt;
@@ -73,6 +75,31 @@ void buildPipeline(mlir::OpPassManager &pm, Phase last, const PipelineOptions &o
 
   // Only now are all buffers known: place them and size the KV cache.
   pm.addPass(createPlanMemory());
+}
+
+namespace {
+
+struct PipelineCommandLine : mlir::PassPipelineOptions<PipelineCommandLine> {
+  Option<Phase> emit{*this, "emit", llvm::cl::desc("the last phase"), llvm::cl::init(Phase::Memory),
+                     llvm::cl::values(clEnumValN(Phase::Sharded, "sharded", "one rank's shard"),
+                                      clEnumValN(Phase::Fused, "fused", "kernels chosen"),
+                                      clEnumValN(Phase::Vexec, "vexec", "buffers and launches"),
+                                      clEnumValN(Phase::Memory, "memory", "the memory plan"))};
+  Option<std::string> residualDtype{*this, "residual-dtype",
+                                    llvm::cl::desc("the residual stream's dtype: f16 or f32"),
+                                    llvm::cl::init("f16")};
+};
+
+} // namespace
+
+void registerPipeline() {
+  mlir::PassPipelineRegistration<PipelineCommandLine>(
+      "volt-pipeline", "voltc's passes from an imported module to the memory plan",
+      [](mlir::OpPassManager &pm, const PipelineCommandLine &cl) {
+        PipelineOptions options;
+        options.residualDtype = cl.residualDtype;
+        buildPipeline(pm, cl.emit, options);
+      });
 }
 
 } // namespace volt::pipeline

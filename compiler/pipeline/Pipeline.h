@@ -32,4 +32,9 @@ struct PipelineOptions {
 /// Adds the passes that take an imported module to the end of `last`.
 void buildPipeline(mlir::OpPassManager &pm, Phase last, const PipelineOptions &options);
 
+/// Registers the pipeline as `--volt-pipeline` for volt-opt, with the
+/// options `emit` (the last phase: sharded, fused, vexec or memory; default
+/// memory) and `residual-dtype` (f16 or f32).
+void registerPipeline();
+
 } // namespace volt::pipeline

@@ -18,6 +18,7 @@
 
 #include "compiler/codegen/BuildKernels.h"
 #include "compiler/codegen/KernelSource.h"
+#include "dialects/Transforms/KernelRules.h"
 #include "runtime/schema/PlanFormat.h"
 #include "runtime/support/Status.h"
 
@@ -158,26 +159,10 @@ Result<std::vector<PlannedLaunch>> planLaunches(const OpInfo &op,
                                                 const ProgramInfo &program,
                                                 const TargetInfo &target, KernelRegistry &registry);
 
-/// How paged attention splits long decode contexts across blocks
-/// (templates/paged_attention.cu): chunks of at least `splitTokens`
-/// positions, a pool of `maxSplits` extra blocks per kv head, and
-/// `workspaceBytes` of records. maxSplits 0: no split.
-struct AttentionSplit {
-  int64_t splitTokens = 0, maxSplits = 0;
-  uint64_t workspaceBytes = 0;
-};
-
-/// The most chunks one sequence is split into: longer contexts get longer
-/// chunks, so that the merge's weights fit in static shared memory.
-constexpr int64_t kMaxAttentionSplits = 256;
-
-/// The split of an attention op with `heads` query heads of `headDim` on
-/// this rank, for contexts up to `maxContext` positions (max_blocks_per_seq
-/// x kv_block_size), with the variant's `split_k_tokens` (0: none). The
-/// workspace holds 2 maxSplits records of heads x (headDim + 2) floats.
-/// dialects/Transforms/PlanMemory.cpp sizes the workspace by the same rule.
-AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, int64_t heads,
-                              int64_t headDim);
+/// Split-K attention's rule, shared with memory planning.
+using kernels::AttentionSplit;
+using kernels::attentionSplit;
+using kernels::kMaxAttentionSplits;
 
 /// The largest head_dim the tensor-core attention serves: each thread keeps
 /// head_dim / 2 FP32 accumulators of O.

@@ -9,6 +9,7 @@
 // compile time, with the arithmetic and what to change.
 //
 //===----------------------------------------------------------------------===//
+#include "dialects/Transforms/KernelRules.h"
 #include "dialects/Transforms/MemoryPlanner.h"
 #include "dialects/Transforms/Passes.h"
 #include "dialects/Vexec/VexecOps.h"
@@ -60,32 +61,21 @@ int64_t packedBytes(vx::WeightOp w) {
   return volt::memory::alignUp(elements * elem);
 }
 
-/// The kernel workspace one launch needs at the largest step. Split-K
-/// attention (templates/paged_attention.cu, and paged_attention_tiled.cu
-/// for the decodes of larger steps: the variants of one op share the
-/// workspace, as only one runs per step) cuts a decode sequence's
-/// context into chunks of at least split_k_tokens positions (longer when
-/// max_model_len would need more than 256 chunks) and keeps fewer than 2 x
-/// (the most chunks of one sequence) records of (o[head_dim], max, sum) in
-/// FP32 per query head. compiler/codegen's attentionSplit() plans the
-/// launch by the same rule and refuses a smaller workspace.
+/// The kernel workspace one launch needs at the largest step: split-K
+/// attention's records (dialects/Transforms/KernelRules.h), the most any of
+/// its variants needs.
 int64_t workspaceBytesOf(vx::LaunchOp launch, int64_t maxContext) {
   if (launch.getKind() != "Attention")
     return 0;
   DictionaryAttr params = launch.getParams();
   int64_t heads = intAttr(params, "num_heads"), headDim = intAttr(params, "head_dim");
-  int64_t bytes = 0;
-  for (Attribute a : launch.getKernels()) {
-    auto variant = dyn_cast<DictionaryAttr>(a);
-    int64_t splitTokens = intAttr(variant, "split_k_tokens");
-    if (splitTokens <= 0 || maxContext <= splitTokens)
-      continue;
-    constexpr int64_t kMaxSplits = 256;
-    splitTokens = std::max(splitTokens, (maxContext + kMaxSplits - 1) / kMaxSplits);
-    int64_t splits = (maxContext + splitTokens - 1) / splitTokens;
-    bytes = std::max(bytes, 2 * splits * heads * (headDim + 2) * 4);
-  }
-  return bytes;
+  uint64_t bytes = 0;
+  for (Attribute a : launch.getKernels())
+    bytes = std::max(
+        bytes, volt::kernels::attentionSplit(intAttr(dyn_cast<DictionaryAttr>(a), "split_k_tokens"),
+                                             maxContext, heads, headDim)
+                   .workspaceBytes);
+  return static_cast<int64_t>(bytes);
 }
 
 struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {

@@ -1,8 +1,13 @@
 //===- LaunchesTest.cpp - plan ops to launches (grids, arguments, errors) -===//
 #include "compiler/codegen/Launches.h"
+#include "compiler/codegen/KernelDefs.h"
+#include "compiler/codegen/Templates.h"
+#include "runtime/schema/Ops.h"
 #include "tests/unit/codegen/ModelShapes.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace volt::codegen {
 namespace {
@@ -284,6 +289,65 @@ TEST(Launches, GemmTilesShrinkToTheSharedMemoryOfTheSku) {
     EXPECT_LE(launch.sharedBytes, 49152u);
   const KernelRequest &wide = registry.requests()[(*l)[2].kernel];
   EXPECT_EQ(wide.get("stages"), 1);
+}
+
+// The registry holds every template once (compiler/codegen/Kernels.def):
+// each descriptor names a template the compiler embeds and an op kind it
+// implements, every kernel template has a descriptor, and every op kind
+// but the collectives (NCCL) has a kernel.
+TEST(KernelRegistry, EveryTemplateHasOneDescriptor) {
+  std::set<std::string> names;
+  for (const KernelDef &k : allKernels()) {
+    SCOPED_TRACE(std::string(k.name));
+    EXPECT_TRUE(names.insert(std::string(k.name)).second) << "listed twice";
+    EXPECT_NE(findTemplateFile(std::string(k.name) + ".cu"), nullptr) << "no templates/ file";
+    EXPECT_EQ(kernelNamed(k.name), &k);
+    EXPECT_EQ(k.plan != nullptr, k.op.has_value()) << "an op kernel has a planner";
+  }
+  for (const TemplateFile &f : templateFiles()) {
+    if (f.path.find('/') != std::string_view::npos || !f.path.ends_with(".cu"))
+      continue; // common/ headers
+    std::string name(f.path.substr(0, f.path.size() - 3));
+    EXPECT_TRUE(names.count(name)) << "templates/" << f.path << " has no descriptor";
+  }
+  for (const plan::ops::OpDesc &d : plan::ops::allOps()) {
+    const auto kind = static_cast<plan::OpKind>(d.kind);
+    if (kind == plan::OpKind::AllReduce || kind == plan::OpKind::AllGather)
+      continue;
+    bool served = false;
+    for (const KernelDef &k : allKernels())
+      served |= k.op == kind;
+    EXPECT_TRUE(served) << "no kernel implements " << d.name;
+  }
+  EXPECT_EQ(kernelNamed("convolution"), nullptr);
+}
+
+TEST(KernelRegistry, AVariantOfAKernelOfAnotherOpIsRefused) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  KernelRegistry registry;
+  ModelOp norm = find(ops, ".norm");
+  norm.variants[0].kernel = "silu_mul";
+  EXPECT_EQ(planLaunches(norm.op, norm.variants, ProgramInfo{}, TargetInfo{}, registry).message(),
+            "op 'Qwen3-30B-A3B.norm' (RmsNorm): kernel 'silu_mul' does not implement RmsNorm");
+  norm.variants[0].kernel = "fused_norm";
+  EXPECT_EQ(planLaunches(norm.op, norm.variants, ProgramInfo{}, TargetInfo{}, registry).message(),
+            "op 'Qwen3-30B-A3B.norm' (RmsNorm): no kernel named 'fused_norm' "
+            "(compiler/codegen/Kernels.def)");
+}
+
+// The workspace rule memory planning sizes the workspace by is the one the
+// attention kernels' descriptors give.
+TEST(KernelRegistry, AttentionWorkspaceIsTheSplitRule) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  const ModelOp &a = find(ops, ".attention");
+  const ProgramInfo program = programFor(qwen3MoeShape(), 1);
+  for (const Variant &v : a.variants) {
+    const KernelDef *k = kernelNamed(v.kernel);
+    ASSERT_NE(k, nullptr);
+    ASSERT_NE(k->workspace, nullptr);
+    EXPECT_EQ(k->workspace(a.op, v, program), program.workspaceBytes);
+  }
+  EXPECT_EQ(kernelNamed("rms_norm")->workspace, nullptr);
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 // order or uses the GPU's exp.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/codegen/KernelDefs.h"
 #include "tests/unit/codegen/simt/SimtHarness.h"
 
 #include "runtime/cpu/Ops.h"
@@ -172,11 +173,17 @@ OperandInfo operand(OperandKind kind, uint32_t index, bool f32 = false, bool per
 
 const Variant kAny{int64_t{1} << 30, "", {{"threads", 256}}};
 
-/// Plans `op`, checks the instance, returns the launch.
+/// Plans `op` with the one kernel of the registry that implements its
+/// kind, checks the instance, returns the launch.
 PlannedLaunch plan(const OpInfo &op, const std::vector<std::pair<std::string, int64_t>> &constants,
                    uint32_t threads, const ProgramInfo &program = {}) {
   KernelRegistry registry;
   Variant v = kAny;
+  for (const codegen::KernelDef &k : codegen::allKernels())
+    if (k.op == op.kind) {
+      EXPECT_TRUE(v.kernel.empty()) << "two kernels implement " << plan::EnumNameOpKind(op.kind);
+      v.kernel = std::string(k.name);
+    }
   auto l = codegen::planLaunches(op, {v}, program, codegen::TargetInfo{}, registry);
   EXPECT_TRUE(l.ok()) << l.message();
   if (!l.ok() || l->empty())

@@ -7,9 +7,14 @@
 //===----------------------------------------------------------------------===//
 #include "tests/unit/cudasim/HostKernels.h"
 
+#include "compiler/codegen/KernelDefs.h"
+#include "tests/unit/codegen/NvrtcAvailable.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
+#include <string>
 
 namespace volt::cudasim {
 namespace {
@@ -61,6 +66,20 @@ TEST(SimtHostKernels, RefusesABufferOfAnotherSize) {
   l.paramBytes = sizeof(buffer);
   EXPECT_EQ(hostLaunch<&scaleRows>(l),
             "a parameter buffer of 20 bytes; the entry point's parameters take 24");
+}
+
+// Every kernel of the registry runs in one of the host-emulated GPU plans
+// (SimModels.h), against the cpu backend: the generated instance table
+// holds at least one instance of each.
+TEST(SimtHostKernels, EveryKernelOfTheRegistryRunsInTheEmulatedPlans) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  ASSERT_TRUE(hostKernelsUnavailable().empty()) << hostKernelsUnavailable();
+  std::set<std::string> instances;
+  for (const HostKernel &k : hostKernels())
+    instances.insert(k.name);
+  for (const codegen::KernelDef &k : codegen::allKernels())
+    EXPECT_TRUE(instances.count(std::string(k.name)))
+        << k.name << " runs in none of the plans of SimModels.h";
 }
 
 } // namespace

@@ -1,11 +1,18 @@
 //===- CpuBackend.cpp -----------------------------------------------------===//
+//
+// Set-up (each rank's host memory), the step's checks and threads, the op
+// observer. Each op runs through the runner of its kind (OpContext.h,
+// runtime/executor/ops/).
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/executor/CpuBackend.h"
+
+#include "runtime/cpu/Communicator.h"
+#include "runtime/cpu/ThreadPool.h"
 #include "runtime/cpu/TopCandidates.h"
+#include "runtime/executor/OpContext.h"
 #include "runtime/plan/Caches.h"
 #include "runtime/plan/StepOperands.h"
-
-#include "runtime/cpu/Ops.h"
-#include "runtime/numerics/Half.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -15,11 +22,6 @@ namespace volt::executor {
 namespace {
 
 using plan::OperandKind;
-using plan::OpKind;
-
-cpu::DType cpuDtype(plan::DType d) {
-  return d == plan::DType::F32 ? cpu::DType::F32 : cpu::DType::F16;
-}
 
 struct AlignedFree {
   void operator()(uint8_t *p) const { std::free(p); }
@@ -258,210 +260,19 @@ Status CpuBackend::runStep(const engine::StepBatch &batch, std::span<float> logi
 }
 
 void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::span<float> logits) {
-  const plan::Rank *rank = rs.rank;
-  const int64_t T = batch.numTokens, S = batch.numSeqs;
-  cpu::ThreadPool &pool = *rs.pool;
-
-  auto weight = [&](const plan::Operand *o) -> const plan::WeightEntry * {
-    return o->kind() == OperandKind::Weight ? rank->weights()->Get(o->index()) : nullptr;
-  };
-  // Where an operand lies (plan::operandPlace, checked by the loader).
-  auto pointer = [&](const plan::Operand *o) -> uint8_t * {
-    auto place = plan::operandPlace(*rank, *o);
-    if (!place)
-      return nullptr;
-    switch (place->region) {
-    case plan::Region::Arena:
-      return rs.arena.get() + place->offset;
-    case plan::Region::Weights:
-      return const_cast<uint8_t *>(rs.pack.data()) + place->offset;
-    case plan::Region::Output:
-      return reinterpret_cast<uint8_t *>(rs.index == 0 ? logits.data() : rs.outputScratch.data());
-    case plan::Region::Input:
-      return reinterpret_cast<uint8_t *>(
-          const_cast<int32_t *>(plan::stepInput(batch, place->input).data()));
-    case plan::Region::Cache:
-      return rs.caches.get() + place->offset;
-    case plan::Region::Workspace:
-      return rs.workspace.get() + place->offset;
-    }
-    return nullptr;
-  };
-  auto rows = [&](const plan::Operand *o) {
-    return static_cast<int64_t>(
-        plan::operandRows(*rank, *o, static_cast<uint64_t>(T), static_cast<uint64_t>(S)));
-  };
-  auto dtype = [&](const plan::Operand *o) { return cpuDtype(plan::operandDtype(*rank, *o)); };
-  auto f16 = [&](const plan::Operand *o) { return reinterpret_cast<uint16_t *>(pointer(o)); };
-  auto i32 = [&](const plan::Operand *o) { return reinterpret_cast<int32_t *>(pointer(o)); };
-  auto nvfp4 = [&](const plan::Operand *o) {
-    const plan::WeightEntry *w = weight(o);
-    cpu::Nvfp4Matrix m;
-    m.packed = pointer(o);
-    m.scales = m.packed + w->scales_offset();
-    auto shape = w->shape();
-    m.cols = shape->Get(shape->size() - 1);
-    m.rows = shape->size() == 3 ? shape->Get(0) * shape->Get(1) : shape->Get(0);
-    return m;
-  };
-  auto parts = [&](const plan::Operand *o) {
-    const plan::WeightEntry *w = weight(o);
-    return std::span<const uint32_t>(w->part_rows()->data(), w->part_rows()->size());
-  };
-  auto scales = [&](const plan::Operand *o) {
-    const plan::WeightEntry *w = weight(o);
-    return std::span<const float>(w->global_scales()->data(), w->global_scales()->size());
-  };
-
+  RankMemory memory;
+  memory.arena = rs.arena.get();
+  memory.weights = rs.pack.data();
+  memory.caches = rs.caches.get();
+  memory.workspace = rs.workspace.get();
+  memory.output = rs.index == 0 ? logits.data() : rs.outputScratch.data();
   const bool observed = static_cast<bool>(shared_->observer);
   uint32_t opIndex = 0;
-  for (const plan::Op *op : *rank->ops()) {
-    auto ops = op->operands();
-    auto at = [&](unsigned i) { return ops->Get(i); };
-    unsigned n = ops->size();
-    switch (op->kind()) {
-    case OpKind::Embedding: {
-      const auto *pm = op->params_as_EmbeddingParams();
-      cpu::EmbeddingParams e{T, pm->dim(),
-                             plan::vocabStart(pm->vocab_rows(), pm->vocab_parallel(), rs.index),
-                             pm->vocab_rows() ? pm->vocab_rows() : weight(at(1))->shape()->Get(0)};
-      if (dtype(at(2)) == cpu::DType::F16) {
-        cpu::embedding(e, i32(at(0)), f16(at(1)), f16(at(2)), pool);
-        break;
-      }
-      // An FP32 residual stream starts with the (exactly widened) rows.
-      rs.scratch.resize(static_cast<size_t>(T * pm->dim()));
-      cpu::embedding(e, i32(at(0)), f16(at(1)), rs.scratch.data(), pool);
-      float *out = reinterpret_cast<float *>(pointer(at(2)));
-      for (size_t i = 0; i < rs.scratch.size(); ++i)
-        out[i] = halfToFloat(rs.scratch[i]);
-      break;
-    }
-    case OpKind::RmsNorm: {
-      const auto *pm = op->params_as_RmsNormParams();
-      cpu::rmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0))}, pointer(at(0)), f16(at(1)),
-                   f16(at(2)), pool);
-      break;
-    }
-    case OpKind::AddRmsNorm: {
-      const auto *pm = op->params_as_AddRmsNormParams();
-      cpu::addRmsNorm({rows(at(0)), pm->dim(), pm->eps(), dtype(at(0)), dtype(at(1))},
-                      pointer(at(0)), pointer(at(1)), f16(at(2)), f16(at(3)), pool);
-      break;
-    }
-    case OpKind::Linear: {
-      const auto *pm = op->params_as_LinearParams();
-      cpu::linear({rows(at(0)), pm->dim(), pm->out_features(), cpuDtype(pm->out_dtype())},
-                  f16(at(0)), f16(at(1)), n == 4 ? f16(at(2)) : nullptr, pointer(at(n - 1)), pool);
-      break;
-    }
-    case OpKind::QLinear: {
-      const auto *pm = op->params_as_QLinearParams();
-      cpu::QLinearParams q;
-      q.tokens = rows(at(0));
-      q.inFeatures = pm->dim();
-      q.outFeatures = pm->out_features();
-      q.partRows = parts(at(1));
-      q.globalScales = scales(at(1));
-      q.outDtype = cpuDtype(pm->out_dtype());
-      q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
-      cpu::qlinear(q, f16(at(0)), nvfp4(at(1)), n == 4 ? f16(at(2)) : nullptr, pointer(at(n - 1)),
-                   pool);
-      break;
-    }
-    case OpKind::QkNormRope: {
-      const auto *pm = op->params_as_QkNormRopeParams();
-      cpu::qkNormRope(
-          {T, pm->num_heads(), pm->num_kv_heads(), pm->head_dim(), pm->rope_theta(), pm->eps()},
-          f16(at(0)), i32(at(1)), n == 4 ? f16(at(2)) : nullptr, n == 4 ? f16(at(3)) : nullptr,
-          pool);
-      break;
-    }
-    case OpKind::Attention: {
-      const auto *pm = op->params_as_AttentionParams();
-      const plan::CacheGroup *kv = plan::pagedKvGroup(*rank);
-      uint16_t *keys = f16(at(1));
-      const uint64_t layerHalf = plan::cacheLayerBytes(*kv) / 4; // K's halves, then V's
-      cpu::PagedKvCache cache{keys, keys + layerHalf, kv->num_blocks(), kv->block_size()};
-      cpu::StepBatch meta{i32(at(2)), i32(at(3)), i32(at(4)), i32(at(5)), batch.maxBlocksPerSeq};
-      cpu::attention({T, S, pm->num_heads(), pm->num_kv_heads(), pm->head_dim()}, f16(at(0)), meta,
-                     cache, f16(at(6)), pool);
-      break;
-    }
-    case OpKind::SiluMul:
-      cpu::siluMul({rows(at(0)), op->params_as_SiluMulParams()->dim()}, f16(at(0)), f16(at(1)),
-                   pool);
-      break;
-    case OpKind::MoeRouter: {
-      const auto *pm = op->params_as_MoeRouterParams();
-      cpu::moeRouter({T, pm->num_experts(), pm->top_k(), pm->renormalize()},
-                     reinterpret_cast<const float *>(pointer(at(0))), i32(at(1)),
-                     reinterpret_cast<float *>(pointer(at(2))), pool);
-      break;
-    }
-    case OpKind::MoeAlign: {
-      const auto *pm = op->params_as_MoeAlignParams();
-      cpu::moeAlign({T, pm->top_k(), pm->num_experts()}, i32(at(0)), i32(at(1)), i32(at(2)));
-      break;
-    }
-    case OpKind::MoeGroupedQLinear: {
-      const auto *pm = op->params_as_MoeGroupedQLinearParams();
-      cpu::MoeGroupedQLinearParams q;
-      q.tokens = T;
-      q.topK = pm->top_k();
-      q.numExperts = pm->num_experts();
-      q.inFeatures = pm->dim();
-      q.outFeatures = pm->out_features();
-      q.partRows = parts(at(3));
-      q.globalScales = scales(at(3));
-      q.gatherTokens = pm->gather_tokens();
-      q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
-      cpu::moeGroupedQLinear(q, f16(at(0)), i32(at(1)), i32(at(2)), nvfp4(at(3)), f16(at(4)), pool);
-      break;
-    }
-    case OpKind::MoeGroupedLinear: {
-      const auto *pm = op->params_as_MoeGroupedLinearParams();
-      cpu::MoeGroupedLinearParams q;
-      q.tokens = T;
-      q.topK = pm->top_k();
-      q.numExperts = pm->num_experts();
-      q.inFeatures = pm->dim();
-      q.outFeatures = pm->out_features();
-      q.gatherTokens = pm->gather_tokens();
-      q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
-      cpu::moeGroupedLinear(q, f16(at(0)), i32(at(1)), i32(at(2)), f16(at(3)), f16(at(4)), pool);
-      break;
-    }
-    case OpKind::MoeCombine: {
-      const auto *pm = op->params_as_MoeCombineParams();
-      cpu::moeCombine({T, pm->top_k(), pm->dim(), pm->accumulate()}, f16(at(0)), i32(at(1)),
-                      reinterpret_cast<const float *>(pointer(at(2))), f16(at(3)), pool);
-      break;
-    }
-    case OpKind::SigmoidGateAdd:
-      cpu::sigmoidGateAdd({rows(at(0)), op->params_as_SigmoidGateAddParams()->dim(), dtype(at(2))},
-                          f16(at(0)), f16(at(1)), pointer(at(2)), pool);
-      break;
-    case OpKind::AllReduce:
-      shared_->communicator->allReduce(static_cast<int>(rs.index), pointer(at(0)),
-                                       rows(at(0)) * op->params_as_AllReduceParams()->dim(),
-                                       dtype(at(0)));
-      break;
-    case OpKind::AllGather:
-      shared_->communicator->allGather(static_cast<int>(rs.index), pointer(at(0)), pointer(at(1)),
-                                       rows(at(0)), op->params_as_AllGatherParams()->dim(),
-                                       dtype(at(0)));
-      break;
-    case OpKind::EmaScan:
-      cpu::emaScan({T, S, op->params_as_EmaScanParams()->dim()}, f16(at(0)), f16(at(1)),
-                   reinterpret_cast<float *>(pointer(at(2))), i32(at(3)), i32(at(4)), i32(at(5)),
-                   f16(at(6)), pool);
-      break;
-    case OpKind::GatherRows:
-      cpu::gatherRows({S, op->params_as_GatherRowsParams()->dim(), dtype(at(0))}, pointer(at(0)),
-                      i32(at(1)), pointer(at(2)), pool);
-      break;
-    }
+  for (const plan::Op *op : *rs.rank->ops()) {
+    // The loader checked the kind: every kind has a runner.
+    OpContext context(*rs.rank, rs.index, *op, batch, memory, *rs.pool, *shared_->communicator,
+                      rs.scratch);
+    runnerOf(op->kind())(context);
     if (observed)
       observe(rs, opIndex, *op, batch, logits);
     ++opIndex;

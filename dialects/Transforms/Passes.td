@@ -93,16 +93,19 @@ def LowerToVexec : Pass<"volt-lower-to-vexec", "mlir::ModuleOp"> {
 }
 
 def PlanMemory : Pass<"vexec-plan-memory", "mlir::ModuleOp"> {
-  let summary = "Places every buffer in one arena and sizes the KV cache";
+  let summary = "Places every buffer in one arena and sizes the cache groups";
   let description = [{
     Liveness over the step program at the largest token count
     (max_num_batched_tokens), then offsets in one activation arena (largest
     buffers first, best fit), reported against the lower bound (the largest
-    sum of simultaneously live bytes). The KV cache gets what is left of
-    gpu_memory_utilization × memory − CUDA context − NCCL − weights − arena,
-    up to max_num_seqs full-length sequences (more can never be resident).
-    When one max_model_len sequence does not fit, compiling fails with a
-    table of what each part needs and which spec values would make it fit.
+    sum of simultaneously live bytes). The cache groups (the paged KV group
+    of every vexec.kv_cache layer, a state group per vexec.state name) lie in
+    one cache region: each state group holds max_num_seqs slots per layer,
+    and the KV cache gets what is left of gpu_memory_utilization × memory −
+    CUDA context − NCCL − weights − arena − workspace − state, up to
+    max_num_seqs full-length sequences (more can never be resident). When
+    one max_model_len sequence does not fit, compiling fails with a table of
+    what each part needs and which spec values would make it fit.
   }];
 }
 

@@ -58,4 +58,13 @@ private:
   std::string where_;
 };
 
+/// `lhs = *expr` for a Result `expr`, or return its error.
+#define VOLT_READ(lhs, expr)                                                                       \
+  do {                                                                                             \
+    auto r_ = (expr);                                                                              \
+    if (!r_)                                                                                       \
+      return r_.error();                                                                           \
+    lhs = *r_;                                                                                     \
+  } while (false)
+
 } // namespace volt::model

@@ -12,14 +12,6 @@
 namespace volt::model {
 namespace {
 
-#define VOLT_READ(lhs, expr)                                                                       \
-  do {                                                                                             \
-    auto r_ = (expr);                                                                              \
-    if (!r_)                                                                                       \
-      return r_.error();                                                                           \
-    lhs = *r_;                                                                                     \
-  } while (false)
-
 /// Options no family implements; present and not null/false, they are
 /// rejected by name instead of being silently ignored.
 Status rejectUnsupportedOptions(const JsonFields &f) {

@@ -46,12 +46,8 @@ inline const model::FamilyDef &toyEmaFamily() {
     d.architectures = {kToyEmaArchitecture};
     d.layerTypes = {{"full_attention", model::MixerKind::Attention},
                     {"ema", model::MixerKind::Ema}};
-    d.parseConfig = [](const model::JsonFields &f, model::ModelConfig &c) -> Status {
-      auto width = f.positiveInt("intermediate_size");
-      if (!width)
-        return width.error();
-      c.intermediateSize = *width;
-      return Status::success();
+    d.parseConfig = [](const model::JsonFields &f, model::ModelConfig &c) {
+      return model::families::readPositive(f, "intermediate_size", c.intermediateSize);
     };
     d.bindLayer = [](model::TensorBinder &b, const model::ModelConfig &c,
                      int64_t i) -> Result<model::Layer> {

@@ -38,6 +38,26 @@ std::vector<LaunchArg> attentionArgs(LaunchContext &c) {
           LaunchArg::pointer(c.at(6))};
 }
 
+/// The split-K split of the variant (dialects/Transforms/KernelRules.h),
+/// its constants set on `r`; an error when the plan's workspace is smaller
+/// than it needs.
+Result<AttentionSplit> splitOf(LaunchContext &c, const Variant &v, KernelRequest &r) {
+  const auto &p = c.params<plan::AttentionParamsT>();
+  const ProgramInfo &g = c.program;
+  auto splitTokens = v.config.find("split_k_tokens");
+  const AttentionSplit split =
+      attentionSplit(splitTokens == v.config.end() ? 0 : splitTokens->second,
+                     int64_t{g.maxBlocksPerSeq} * g.kvBlockSize, p.num_heads, p.head_dim);
+  if (split.maxSplits == 0)
+    return split;
+  if (g.workspaceBytes < split.workspaceBytes)
+    return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
+                   " bytes of kernel workspace; the plan has " + std::to_string(g.workspaceBytes) +
+                   " (internal error: memory planning sizes it by the same rule)");
+  r.set("split_k_tokens", split.splitTokens).set("max_splits", split.maxSplits);
+  return split;
+}
+
 } // namespace
 
 Result<PlannedLaunch> planPagedAttention(LaunchContext &c, const Variant &v) {
@@ -50,18 +70,7 @@ Result<PlannedLaunch> planPagedAttention(LaunchContext &c, const Variant &v) {
   KernelRequest r{"paged_attention", {}, 128, 0};
   r.set("heads", p.num_heads).set("kv_heads", p.num_kv_heads).set("head_dim", p.head_dim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);
-  auto splitTokens = v.config.find("split_k_tokens");
-  const AttentionSplit split =
-      attentionSplit(splitTokens == v.config.end() ? 0 : splitTokens->second,
-                     int64_t{g.maxBlocksPerSeq} * g.kvBlockSize, p.num_heads, p.head_dim);
-  if (split.maxSplits > 0) {
-    if (g.workspaceBytes < split.workspaceBytes)
-      return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
-                     " bytes of kernel workspace; the plan has " +
-                     std::to_string(g.workspaceBytes) +
-                     " (internal error: memory planning sizes it by the same rule)");
-    r.set("split_k_tokens", split.splitTokens).set("max_splits", split.maxSplits);
-  }
+  VOLT_ASSIGN_OR_RETURN(const AttentionSplit split, splitOf(c, v, r));
   PlannedLaunch l = launch(c, v, r);
   // One block per token, then the pool of split chunks.
   l.grid[0] = {1, 0, static_cast<uint32_t>(split.maxSplits), 1};
@@ -105,17 +114,7 @@ Result<PlannedLaunch> planTiledAttention(LaunchContext &c, const Variant &v) {
   r.set("query_tile", shape.queryTile).set("key_tile", shape.keyTile);
   // Long decodes in the step split as in paged_attention (same rule, same
   // records, so plan-memory's workspace serves both).
-  const AttentionSplit split =
-      attentionSplit(config("split_k_tokens", 0), int64_t{g.maxBlocksPerSeq} * g.kvBlockSize,
-                     p.num_heads, p.head_dim);
-  if (split.maxSplits > 0) {
-    if (g.workspaceBytes < split.workspaceBytes)
-      return c.error("split-K attention needs " + std::to_string(split.workspaceBytes) +
-                     " bytes of kernel workspace; the plan has " +
-                     std::to_string(g.workspaceBytes) +
-                     " (internal error: memory planning sizes it by the same rule)");
-    r.set("split_k_tokens", split.splitTokens).set("max_splits", split.maxSplits);
-  }
+  VOLT_ASSIGN_OR_RETURN(const AttentionSplit split, splitOf(c, v, r));
   PlannedLaunch l = launch(c, v, r);
   // A sequence of n new tokens has ceil(n / tt) tiles: at most (T + (tt -
   // 1) S) / tt in all; then the pool of split chunks.

@@ -145,6 +145,17 @@ void epilogueArgs(PlannedLaunch &l, const GemmShape &s) {
 }
 
 /// Linear and QLinear: (in, weight, bias?, out).
+/// The instance of the variant's kernel (a GEMV of at most kGemvMaxTokens
+/// tokens, or a GEMM tile) for `shape`.
+Result<KernelRequest> requestOf(LaunchContext &c, const Variant &v, const GemmShape &shape) {
+  if (!v.kernel.ends_with("_gemv"))
+    return gemmRequest(c, v.kernel, shape, v);
+  if (v.maxTokens > kGemvMaxTokens)
+    return c.error(v.kernel + " serves at most " + std::to_string(kGemvMaxTokens) +
+                   " tokens, selected up to " + std::to_string(v.maxTokens));
+  return gemvRequest(v.kernel, shape);
+}
+
 } // namespace
 
 Result<PlannedLaunch> planLinear(LaunchContext &c, const Variant &v) {
@@ -158,24 +169,14 @@ Result<PlannedLaunch> planLinear(LaunchContext &c, const Variant &v) {
   if (!shape)
     return shape.error();
   shape->hasBias = c.op.operands.size() == 4;
-  const std::string family = quantized ? "nvfp4" : "dense";
   const bool gemv = v.kernel.ends_with("_gemv");
-  if (v.kernel != family + "_gemv" && v.kernel != family + "_gemm")
-    return c.error("kernel '" + v.kernel + "' does not implement " +
-                   plan::EnumNameOpKind(c.op.kind));
-  if (gemv && v.maxTokens > kGemvMaxTokens)
-    return c.error(v.kernel + " serves at most " + std::to_string(kGemvMaxTokens) +
-                   " tokens, selected up to " + std::to_string(v.maxTokens));
-  Result<KernelRequest> request = gemv ? Result<KernelRequest>(gemvRequest(v.kernel, *shape))
-                                       : gemmRequest(c, v.kernel, *shape, v);
-  if (!request)
-    return request.error();
-  PlannedLaunch l = launch(c, v, *request);
+  VOLT_ASSIGN_OR_RETURN(KernelRequest request, requestOf(c, v, *shape));
+  PlannedLaunch l = launch(c, v, request);
   if (gemv) {
     l.grid[0] = {0, 0, gemvTiles(*shape), 1};
   } else {
-    l.grid[0] = {0, 0, gemmTiles(*shape, request->get("tile_n")), 1};
-    l.grid[1] = rowsRule(in, static_cast<uint32_t>(request->get("tile_m")));
+    l.grid[0] = {0, 0, gemmTiles(*shape, request.get("tile_n")), 1};
+    l.grid[1] = rowsRule(in, static_cast<uint32_t>(request.get("tile_m")));
   }
   l.args.push_back(LaunchArg::pointer(in));
   l.args.push_back(LaunchArg::pointer(weight));
@@ -204,28 +205,18 @@ Result<PlannedLaunch> planMoeLinear(LaunchContext &c, const Variant &v) {
   auto shape = gemmShape(c, weight, p);
   if (!shape)
     return shape.error();
-  const std::string family = quantized ? "nvfp4_moe" : "dense_moe";
   const bool gemv = v.kernel.ends_with("_gemv");
-  if (v.kernel != family + "_gemv" && v.kernel != family + "_gemm")
-    return c.error("kernel '" + v.kernel + "' does not implement " +
-                   plan::EnumNameOpKind(c.op.kind));
-  if (gemv && v.maxTokens > kGemvMaxTokens)
-    return c.error(v.kernel + " serves at most " + std::to_string(kGemvMaxTokens) +
-                   " tokens, selected up to " + std::to_string(v.maxTokens));
-  Result<KernelRequest> request = gemv ? Result<KernelRequest>(gemvRequest(v.kernel, *shape))
-                                       : gemmRequest(c, v.kernel, *shape, v);
-  if (!request)
-    return request.error();
-  request->set("experts", p.experts).set("top_k", p.topK).set("gather", p.gatherTokens);
-  PlannedLaunch l = launch(c, v, *request);
+  VOLT_ASSIGN_OR_RETURN(KernelRequest request, requestOf(c, v, *shape));
+  request.set("experts", p.experts).set("top_k", p.topK).set("gather", p.gatherTokens);
+  PlannedLaunch l = launch(c, v, request);
   const uint32_t k = static_cast<uint32_t>(p.topK);
   if (gemv) {
     l.grid[0] = {0, 0, gemvTiles(*shape), 1};
     // At most T * k experts have pairs; each needs one tile of 8 rows.
     l.grid[1] = {k, 0, 0, 1};
   } else {
-    const uint32_t tileM = static_cast<uint32_t>(request->get("tile_m"));
-    l.grid[0] = {0, 0, gemmTiles(*shape, request->get("tile_n")), 1};
+    const uint32_t tileM = static_cast<uint32_t>(request.get("tile_m"));
+    l.grid[0] = {0, 0, gemmTiles(*shape, request.get("tile_n")), 1};
     // sum over experts of ceil(rows_e / tileM) <= (T k + E (tileM - 1)) / tileM.
     l.grid[1] = {k, 0, static_cast<uint32_t>(p.experts) * (tileM - 1), tileM};
   }

@@ -3,14 +3,6 @@
 
 namespace volt::model::families {
 
-#define VOLT_READ(lhs, expr)                                                                       \
-  do {                                                                                             \
-    auto r_ = (expr);                                                                              \
-    if (!r_)                                                                                       \
-      return r_.error();                                                                           \
-    lhs = *r_;                                                                                     \
-  } while (false)
-
 std::string layerPrefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
 
 Status readQwenMoeConfig(const JsonFields &f, ModelConfig &c, const char *expertsField) {
@@ -97,6 +89,24 @@ Result<Layer> bindTransformerLayer(TensorBinder &b, const ModelConfig &c, int64_
     l.ffn = std::move(mlp);
   }
   return l;
+}
+
+FamilyDef transformerFamily(std::string name, std::string architecture,
+                            std::function<Status(const JsonFields &, ModelConfig &)> parseConfig,
+                            std::string ffnPrefix, MlpNames expertNames) {
+  FamilyDef d;
+  d.name = std::move(name);
+  d.architectures = {std::move(architecture)};
+  d.parseConfig = std::move(parseConfig);
+  d.bindLayer = [ffnPrefix, expertNames](TensorBinder &b, const ModelConfig &c, int64_t i) {
+    return bindTransformerLayer(b, c, i, ffnPrefix, expertNames);
+  };
+  return d;
+}
+
+Status readPositive(const JsonFields &f, const char *key, int64_t &out) {
+  VOLT_READ(out, f.positiveInt(key));
+  return Status::success();
 }
 
 } // namespace volt::model::families

@@ -46,6 +46,16 @@ Result<Attention> bindAttention(TensorBinder &b, const ModelConfig &c, const std
 Result<Moe> bindMoe(TensorBinder &b, const ModelConfig &c, const std::string &prefix,
                     const MlpNames &expertNames);
 
+/// A family of transformer layers (bindTransformerLayer's, with its MoE
+/// block at `ffnPrefix` and experts named `expertNames`), reading its own
+/// config fields with `parseConfig`.
+FamilyDef transformerFamily(std::string name, std::string architecture,
+                            std::function<Status(const JsonFields &, ModelConfig &)> parseConfig,
+                            std::string ffnPrefix = "mlp.", MlpNames expertNames = {});
+
+/// Reads `key` as a positive integer into `out`.
+Status readPositive(const JsonFields &f, const char *key, int64_t &out);
+
 /// A decoder layer of the transformer families: input_layernorm, self_attn,
 /// post_attention_layernorm, then `ffnPrefix` as a MoE block where the
 /// config makes layer `i` sparse, else an MLP at "mlp.".

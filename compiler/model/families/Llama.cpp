@@ -10,28 +10,16 @@
 namespace volt::model::families {
 
 const FamilyDef &llama() {
-  static const FamilyDef def = [] {
-    FamilyDef d;
-    d.name = "llama";
-    d.architectures = {"LlamaForCausalLM"};
-    d.parseConfig = [](const JsonFields &f, ModelConfig &c) -> Status {
-      auto width = f.positiveInt("intermediate_size");
-      if (!width)
-        return width.error();
-      c.intermediateSize = *width;
-      VOLT_RETURN_IF_ERROR(rejectAttentionBias(f, c));
-      auto mlpBias = f.boolean("mlp_bias", false);
-      if (!mlpBias)
-        return mlpBias.error();
-      if (*mlpBias)
-        return f.error("mlp_bias", "MLP biases are not supported");
-      return Status::success();
-    };
-    d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
-      return bindTransformerLayer(b, c, i, "mlp.", MlpNames{});
-    };
-    return d;
-  }();
+  static const FamilyDef def = transformerFamily(
+      "llama", "LlamaForCausalLM", [](const JsonFields &f, ModelConfig &c) -> Status {
+        VOLT_RETURN_IF_ERROR(readPositive(f, "intermediate_size", c.intermediateSize));
+        VOLT_RETURN_IF_ERROR(rejectAttentionBias(f, c));
+        bool mlpBias = false;
+        VOLT_READ(mlpBias, f.boolean("mlp_bias", false));
+        if (mlpBias)
+          return f.error("mlp_bias", "MLP biases are not supported");
+        return Status::success();
+      });
   return def;
 }
 

@@ -11,24 +11,14 @@
 namespace volt::model::families {
 
 const FamilyDef &qwen2Moe() {
-  static const FamilyDef def = [] {
-    FamilyDef d;
-    d.name = "qwen2-moe";
-    d.architectures = {"Qwen2MoeForCausalLM"};
-    d.parseConfig = [](const JsonFields &f, ModelConfig &c) -> Status {
-      VOLT_RETURN_IF_ERROR(readQwenMoeConfig(f, c, "num_experts"));
-      auto shared = f.nonNegativeInt("shared_expert_intermediate_size", 0);
-      if (!shared)
-        return shared.error();
-      c.sharedExpertIntermediateSize = *shared;
-      c.qkvBias = true;
-      return Status::success();
-    };
-    d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
-      return bindTransformerLayer(b, c, i, "mlp.", MlpNames{});
-    };
-    return d;
-  }();
+  static const FamilyDef def = transformerFamily(
+      "qwen2-moe", "Qwen2MoeForCausalLM", [](const JsonFields &f, ModelConfig &c) -> Status {
+        VOLT_RETURN_IF_ERROR(readQwenMoeConfig(f, c, "num_experts"));
+        VOLT_READ(c.sharedExpertIntermediateSize,
+                  f.nonNegativeInt("shared_expert_intermediate_size", 0));
+        c.qkvBias = true;
+        return Status::success();
+      });
   return def;
 }
 

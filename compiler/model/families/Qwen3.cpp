@@ -9,23 +9,12 @@
 namespace volt::model::families {
 
 const FamilyDef &qwen3() {
-  static const FamilyDef def = [] {
-    FamilyDef d;
-    d.name = "qwen3";
-    d.architectures = {"Qwen3ForCausalLM"};
-    d.parseConfig = [](const JsonFields &f, ModelConfig &c) -> Status {
-      auto width = f.positiveInt("intermediate_size");
-      if (!width)
-        return width.error();
-      c.intermediateSize = *width;
-      c.qkNorm = true;
-      return rejectAttentionBias(f, c);
-    };
-    d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
-      return bindTransformerLayer(b, c, i, "mlp.", MlpNames{});
-    };
-    return d;
-  }();
+  static const FamilyDef def = transformerFamily(
+      "qwen3", "Qwen3ForCausalLM", [](const JsonFields &f, ModelConfig &c) -> Status {
+        VOLT_RETURN_IF_ERROR(readPositive(f, "intermediate_size", c.intermediateSize));
+        c.qkNorm = true;
+        return rejectAttentionBias(f, c);
+      });
   return def;
 }
 

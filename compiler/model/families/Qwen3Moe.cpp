@@ -11,20 +11,12 @@
 namespace volt::model::families {
 
 const FamilyDef &qwen3Moe() {
-  static const FamilyDef def = [] {
-    FamilyDef d;
-    d.name = "qwen3-moe";
-    d.architectures = {"Qwen3MoeForCausalLM"};
-    d.parseConfig = [](const JsonFields &f, ModelConfig &c) -> Status {
-      VOLT_RETURN_IF_ERROR(readQwenMoeConfig(f, c, "num_experts"));
-      c.qkNorm = true;
-      return rejectAttentionBias(f, c);
-    };
-    d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
-      return bindTransformerLayer(b, c, i, "mlp.", MlpNames{});
-    };
-    return d;
-  }();
+  static const FamilyDef def = transformerFamily(
+      "qwen3-moe", "Qwen3MoeForCausalLM", [](const JsonFields &f, ModelConfig &c) -> Status {
+        VOLT_RETURN_IF_ERROR(readQwenMoeConfig(f, c, "num_experts"));
+        c.qkNorm = true;
+        return rejectAttentionBias(f, c);
+      });
   return def;
 }
 

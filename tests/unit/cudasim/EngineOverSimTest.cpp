@@ -454,8 +454,9 @@ void runBothEngines(const SimModel &m, int32_t kvBlocks) {
   EXPECT_GT(gs.rowsFetched, 0u);
   EXPECT_EQ(gs.sampledFromCandidates, cs.sampledFromCandidates);
   EXPECT_EQ(gs.rowsFetched, cs.rowsFetched);
-  if (config.enablePrefixCaching)
+  if (config.enablePrefixCaching) {
     EXPECT_GT(gs.prefixCacheHits, 0u);
+  }
   EXPECT_EQ(gs.prefixCacheHits, cs.prefixCacheHits);
   EXPECT_EQ(gs.numPreemptions, cs.numPreemptions);
   if (kvBlocks > 0)

@@ -3,7 +3,9 @@
 // One list serves the kernel tests, the benchmarks and `--prepare` (which
 // builds every kernel they need where NVRTC 11.8 is installed): the ops of
 // Qwen3-30B-A3B (tensor_parallel_size 1) and of a dense 32B model (2),
-// with the V100 variants, each at the token counts that select each variant.
+// with the V100 variants, each at the token counts that select each variant,
+// and EmaScan; between them every step-program kernel of the registry
+// (compiler/codegen/Kernels.def).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -43,6 +45,52 @@ inline std::vector<GpuCase> gpuCases() {
       cases.push_back({std::move(op), program, tokens});
     }
   }
+  // The experts of an unquantized MoE checkpoint (dense FP16 weights), at
+  // Qwen3-30B-A3B's shapes.
+  {
+    ModelShape m = qwen3MoeShape();
+    codegen::ProgramInfo program = programFor(m, 1);
+    for (ModelOp &op : modelOps(m, 1)) {
+      if (op.op.kind != plan::OpKind::MoeGroupedQLinear)
+        continue;
+      const plan::MoeGroupedQLinearParamsT q = *op.op.params.AsMoeGroupedQLinearParams();
+      plan::MoeGroupedLinearParamsT p;
+      p.dim = q.dim;
+      p.out_features = q.out_features;
+      p.num_experts = q.num_experts;
+      p.top_k = q.top_k;
+      p.gather_tokens = q.gather_tokens;
+      p.epilogue = q.epilogue;
+      op.op.kind = plan::OpKind::MoeGroupedLinear;
+      op.op.name += "_dense";
+      op.op.params.Set(p);
+      op.op.operands[3] = denseWeight(op.op.operands[3].index, op.op.operands[3].shape);
+      for (codegen::Variant &v : op.variants)
+        v.kernel = v.kernel.ends_with("_gemv") ? "dense_moe_gemv" : "dense_moe_gemm";
+      cases.push_back({std::move(op), program, {1, 8, 40, 512}});
+    }
+  }
+  // EmaScan at Qwen3-30B-A3B's hidden size: no published family has it,
+  // but its kernel is in the registry (the recurrent-state test model).
+  ModelOp ema;
+  ema.op.kind = plan::OpKind::EmaScan;
+  ema.op.name = "ema_scan";
+  ema.op.operands = {arena(0),
+                     denseWeight(0, {2048}),
+                     [] {
+                       codegen::OperandInfo o;
+                       o.kind = codegen::OperandKind::Cache;
+                       return o;
+                     }(),
+                     input(3),
+                     input(4),
+                     input(7),
+                     arena(1)};
+  plan::EmaScanParamsT params;
+  params.dim = 2048;
+  ema.op.params.Set(params);
+  ema.variants = single("ema_scan");
+  cases.push_back({std::move(ema), codegen::ProgramInfo{}, {1, 8, 300}});
   return cases;
 }
 

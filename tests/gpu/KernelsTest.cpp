@@ -21,6 +21,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tests/gpu/GpuCases.h"
+
+#include "compiler/codegen/KernelDefs.h"
 #include "tests/unit/codegen/AttentionBounds.h"
 
 #include "runtime/cpu/Ops.h"
@@ -28,6 +30,8 @@
 #include "runtime/numerics/Nvfp4.h"
 
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include <algorithm>
 #include <cmath>
@@ -279,6 +283,7 @@ Routing route(std::mt19937 &rng, int64_t tokens, int64_t experts, int64_t k) {
 
 void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   const codegen::GemmParams g = *codegen::gemmParams(op);
+  const bool quantized = op.kind == plan::OpKind::MoeGroupedQLinear;
   std::mt19937 rng(static_cast<uint32_t>(tokens * 131 + g.n));
   const int64_t experts = g.experts, topK = g.topK;
   const int64_t k = g.k, n = g.n, pairs = tokens * topK;
@@ -286,35 +291,62 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   const OperandInfo &w = op.operands[3];
   Routing r = route(rng, tokens, experts, topK);
   std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>((gather ? tokens : pairs) * k));
-  Nvfp4Entry q = randomNvfp4(rng, w.shape);
+  Nvfp4Entry q;
+  std::vector<uint16_t> dense;
+  if (quantized)
+    q = randomNvfp4(rng, w.shape);
+  else
+    dense = randomHalves(rng, static_cast<size_t>(experts * n * k), 0.05f);
   const int64_t columns = silu ? n / 2 : n;
   cpu::ThreadPool pool(threads());
-  cpu::MoeGroupedQLinearParams p;
-  p.tokens = tokens;
-  p.topK = topK;
-  p.numExperts = experts;
-  p.inFeatures = k;
-  p.outFeatures = n;
-  p.partRows = w.partRows;
-  p.globalScales = w.globalScales;
-  p.gatherTokens = gather;
-  p.epilogue = silu ? cpu::Epilogue::SiluMul : cpu::Epilogue::None;
   std::vector<uint16_t> reference(static_cast<size_t>(pairs * columns)),
       pre(static_cast<size_t>(pairs * n)), absSum(static_cast<size_t>(pairs * n));
-  cpu::moeGroupedQLinear(p, x.data(), r.order.data(), r.starts.data(), q.matrix(), reference.data(),
-                         pool);
-  p.epilogue = cpu::Epilogue::None;
-  cpu::moeGroupedQLinear(p, x.data(), r.order.data(), r.starts.data(), q.matrix(), pre.data(),
-                         pool);
-  Nvfp4Entry aq = q.absolute();
   std::vector<uint16_t> ax = absHalves(x);
-  cpu::moeGroupedQLinear(p, ax.data(), r.order.data(), r.starts.data(), aq.matrix(), absSum.data(),
-                         pool);
+  const cpu::Epilogue epilogue = silu ? cpu::Epilogue::SiluMul : cpu::Epilogue::None;
+  if (quantized) {
+    cpu::MoeGroupedQLinearParams p;
+    p.tokens = tokens;
+    p.topK = topK;
+    p.numExperts = experts;
+    p.inFeatures = k;
+    p.outFeatures = n;
+    p.partRows = w.partRows;
+    p.globalScales = w.globalScales;
+    p.gatherTokens = gather;
+    p.epilogue = epilogue;
+    cpu::moeGroupedQLinear(p, x.data(), r.order.data(), r.starts.data(), q.matrix(),
+                           reference.data(), pool);
+    p.epilogue = cpu::Epilogue::None;
+    cpu::moeGroupedQLinear(p, x.data(), r.order.data(), r.starts.data(), q.matrix(), pre.data(),
+                           pool);
+    Nvfp4Entry aq = q.absolute();
+    cpu::moeGroupedQLinear(p, ax.data(), r.order.data(), r.starts.data(), aq.matrix(),
+                           absSum.data(), pool);
+  } else {
+    cpu::MoeGroupedLinearParams p;
+    p.tokens = tokens;
+    p.topK = topK;
+    p.numExperts = experts;
+    p.inFeatures = k;
+    p.outFeatures = n;
+    p.gatherTokens = gather;
+    p.epilogue = epilogue;
+    cpu::moeGroupedLinear(p, x.data(), r.order.data(), r.starts.data(), dense.data(),
+                          reference.data(), pool);
+    p.epilogue = cpu::Epilogue::None;
+    cpu::moeGroupedLinear(p, x.data(), r.order.data(), r.starts.data(), dense.data(), pre.data(),
+                          pool);
+    std::vector<uint16_t> ad = absHalves(dense);
+    cpu::moeGroupedLinear(p, ax.data(), r.order.data(), r.starts.data(), ad.data(), absSum.data(),
+                          pool);
+  }
   Buffers buffers;
   ASSERT_TRUE(put(buffers, op.operands[0], x.data(), x.size() * 2).ok());
   ASSERT_TRUE(put(buffers, op.operands[1], r.order.data(), r.order.size() * 4).ok());
   ASSERT_TRUE(put(buffers, op.operands[2], r.starts.data(), r.starts.size() * 4).ok());
-  ASSERT_TRUE(put(buffers, w, q.bytes.data(), q.bytes.size()).ok());
+  ASSERT_TRUE((quantized ? put(buffers, w, q.bytes.data(), q.bytes.size())
+                         : put(buffers, w, dense.data(), dense.size() * 2))
+                  .ok());
   auto out = put(buffers, op.operands[4], nullptr, reference.size() * 2);
   ASSERT_TRUE(out.ok());
   Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, 1);
@@ -639,6 +671,40 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     auto out = put(buffers, op.operands[3], nullptr, want.size() * 2);
     run();
     EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
+  } else if (op.kind == OpKind::EmaScan) {
+    // One token per sequence (S = T here): a third start at position 0, the
+    // others continue from their slot, every fifth has no slot.
+    const int64_t d = u.AsEmaScanParams()->dim, slots = tokens;
+    std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(tokens * d), 2.0f);
+    std::vector<uint16_t> decay(static_cast<size_t>(d));
+    std::uniform_real_distribution<float> a(0.05f, 0.95f);
+    for (uint16_t &x : decay)
+      x = floatToHalf(a(rng));
+    std::vector<float> state(static_cast<size_t>(slots * d));
+    for (float &x : state)
+      x = a(rng) - 0.5f;
+    std::vector<int32_t> starts(static_cast<size_t>(tokens + 1)),
+        contexts(static_cast<size_t>(tokens)), stateSlots(static_cast<size_t>(tokens));
+    for (int t = 0; t < tokens; ++t) {
+      starts[static_cast<size_t>(t + 1)] = t + 1;
+      contexts[static_cast<size_t>(t)] = t % 3 == 0 ? 1 : 7;
+      stateSlots[static_cast<size_t>(t)] = t % 5 == 4 ? -1 : t;
+    }
+    std::vector<float> wantState = state;
+    std::vector<uint16_t> want(in.size());
+    cpu::emaScan({tokens, tokens, d}, in.data(), decay.data(), wantState.data(), starts.data(),
+                 contexts.data(), stateSlots.data(), want.data(), pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
+    ASSERT_TRUE(put(buffers, op.operands[1], decay.data(), decay.size() * 2).ok());
+    auto stateBuffer = put(buffers, op.operands[2], state.data(), state.size() * 4);
+    ASSERT_TRUE(put(buffers, op.operands[3], starts.data(), starts.size() * 4).ok());
+    ASSERT_TRUE(put(buffers, op.operands[4], contexts.data(), contexts.size() * 4).ok());
+    ASSERT_TRUE(put(buffers, op.operands[5], stateSlots.data(), stateSlots.size() * 4).ok());
+    auto out = put(buffers, op.operands[6], nullptr, want.size() * 2);
+    run();
+    // The kernel rounds as the cpu op does (--fmad=false): bit for bit.
+    EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
+    EXPECT_TRUE(get<float>(*stateBuffer, wantState.size()) == wantState) << what << ": state";
   } else {
     FAIL() << "no GPU check for " << plan::EnumNameOpKind(op.kind);
   }
@@ -674,13 +740,29 @@ TEST_P(GpuKernels, MatchesTheCpuBackend) {
     const plan::OpKind kind = c.op.op.kind;
     if (kind == plan::OpKind::QLinear || kind == plan::OpKind::Linear)
       checkLinear(c.op.op, *launch, tokens);
-    else if (kind == plan::OpKind::MoeGroupedQLinear)
+    else if (kind == plan::OpKind::MoeGroupedQLinear || kind == plan::OpKind::MoeGroupedLinear)
       checkMoeLinear(c.op.op, *launch, tokens);
     else if (kind == plan::OpKind::Attention)
       checkAttention(c.op.op, c.program, *launch, registry.requests()[launch->kernel].kernel,
                      tokens);
     else
       checkSmallOp(c.op.op, *launch, tokens);
+  }
+}
+
+// The cases run every step-program kernel of the registry (the sampler's,
+// top_candidates, runs in gpu_e2e_test). Needs no GPU.
+TEST(GpuKernelCases, CoverEveryKernelOfTheRegistry) {
+  KernelRegistry registry;
+  auto planned = planCases(cases(), registry);
+  ASSERT_TRUE(planned.ok()) << planned.message();
+  std::set<std::string> covered;
+  for (const codegen::KernelRequest &r : registry.requests())
+    covered.insert(r.kernel);
+  for (const codegen::KernelDef &k : codegen::allKernels()) {
+    if (!k.op)
+      continue;
+    EXPECT_TRUE(covered.count(std::string(k.name))) << k.name << " has no GPU case";
   }
 }
 

@@ -99,11 +99,29 @@ private:
     return best;
   }
 
+  /// The `views` attribute of a weight whose names (expert-major, parts
+  /// within) have these views; null when every name is a whole tensor.
+  DenseI64ArrayAttr viewsAttr(const std::vector<const model::RowView *> &views,
+                              const std::vector<int64_t> &partRows) {
+    bool any = false;
+    for (const model::RowView *v : views)
+      any |= v != nullptr;
+    if (!any)
+      return {};
+    SmallVector<int64_t> numbers;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const model::RowView whole{-1, 0, 0, 1, partRows[i % partRows.size()]};
+      const model::RowView &v = views[i] ? *views[i] : whole;
+      numbers.append({v.expert, v.offset, v.stride, v.groups, v.tensorRows});
+    }
+    return b_.getDenseI64ArrayAttr(numbers);
+  }
+
   /// A dense weight of `rows` (sum of parts) x `cols` (0: rank 1), stacked
   /// over `experts` when positive.
   Value denseWeight(const std::vector<std::string> &tensorNames,
                     const std::vector<int64_t> &partRows, int64_t cols, int64_t experts,
-                    model::DType dtype, float absMax) {
+                    model::DType dtype, float absMax, DenseI64ArrayAttr views = {}) {
     SmallVector<int64_t> shape;
     if (experts > 0)
       shape.push_back(experts);
@@ -116,13 +134,14 @@ private:
     auto op = b_.create<ir::WeightOp>(
         at(tensorNames.front()), RankedTensorType::get(shape, elementType(dtype)),
         names(tensorNames), b_.getDenseI64ArrayAttr(partRows), b_.getI64IntegerAttr(experts),
-        absMax > 0.0f ? b_.getF32FloatAttr(absMax) : FloatAttr(), ArrayAttr());
+        absMax > 0.0f ? b_.getF32FloatAttr(absMax) : FloatAttr(), ArrayAttr(), views);
     return op.getResult();
   }
 
   Value param(const Param &p) {
     int64_t cols = p.shape.size() == 2 ? p.shape[1] : 0;
-    return denseWeight({p.name}, {p.shape[0]}, cols, 0, p.dtype, maxAbs(p.tensor));
+    return denseWeight({p.name}, {p.shape[0]}, cols, 0, p.dtype, maxAbs(p.tensor),
+                       viewsAttr({p.view ? &*p.view : nullptr}, {p.shape[0]}));
   }
 
   /// A weight made of `parts` (the same input width) for each of
@@ -132,6 +151,7 @@ private:
     const Linear &first = *perExpert.front().front();
     std::vector<std::string> tensorNames;
     std::vector<int64_t> partRows;
+    std::vector<const model::RowView *> views;
     SmallVector<float> scales;
     float absMax = 0.0f;
     for (size_t e = 0; e < perExpert.size(); ++e) {
@@ -146,6 +166,7 @@ private:
           return {};
         }
         tensorNames.push_back(l->isNvfp4() ? l->module : l->module + ".weight");
+        views.push_back(l->view ? &*l->view : nullptr);
         if (e == 0)
           partRows.push_back(l->outFeatures);
         scales.push_back(l->globalScale);
@@ -155,8 +176,10 @@ private:
     }
     int64_t experts = stacked ? static_cast<int64_t>(perExpert.size()) : 0;
     bool fromDense = !first.isNvfp4() && options_.quantizeNvfp4 && model::quantizedByDefault(first);
+    const DenseI64ArrayAttr viewNumbers = viewsAttr(views, partRows);
     if (!first.isNvfp4() && !fromDense)
-      return denseWeight(tensorNames, partRows, first.inFeatures, experts, first.dtype, absMax);
+      return denseWeight(tensorNames, partRows, first.inFeatures, experts, first.dtype, absMax,
+                         viewNumbers);
     if (fromDense) {
       // ModelOpt's recipe: one global scale per tensor, amax / (6 * 448).
       scales.clear();
@@ -188,7 +211,8 @@ private:
     auto w = b_.create<ir::Nvfp4WeightOp>(
         at(tensorNames.front()), packedType, scaleType, names(tensorNames),
         b_.getDenseI64ArrayAttr(partRows), b_.getDenseF32ArrayAttr(scales),
-        b_.getI64IntegerAttr(experts), ArrayAttr(), fromDense ? b_.getUnitAttr() : UnitAttr());
+        b_.getI64IntegerAttr(experts), ArrayAttr(), fromDense ? b_.getUnitAttr() : UnitAttr(),
+        viewNumbers);
     auto d = b_.create<ir::DequantOp>(at(tensorNames.front()), RankedTensorType::get(logical, act_),
                                       w.getPacked(), w.getScales(), b_.getDenseF32ArrayAttr(scales),
                                       b_.getDenseI64ArrayAttr(partRows));

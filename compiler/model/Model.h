@@ -29,6 +29,19 @@ namespace volt::model {
 
 enum class WeightFormat { Dense, Nvfp4 };
 
+/// Which rows of its checkpoint tensor a weight (or a part of one) is, when
+/// it is not the whole tensor: `groups` equal runs, run g starting at row
+/// `offset + g * stride` of a [tensorRows, ...] tensor (of expert `expert`
+/// of a stacked [E, tensorRows, ...] one). The packer's RowView
+/// (compiler/pack/WeightPacker.h); docs/design/hybrid.md, "Weight views".
+struct RowView {
+  int64_t expert = -1;
+  int64_t offset = 0;
+  int64_t stride = 0;
+  int64_t groups = 1;
+  int64_t tensorRows = 0;
+};
+
 /// A parameter that is not a linear weight: an embedding table, a norm
 /// weight, a bias.
 struct Param {
@@ -36,6 +49,8 @@ struct Param {
   std::vector<int64_t> shape;
   DType dtype = DType::BF16;      ///< as stored (predicted when config-only)
   const Tensor *tensor = nullptr; ///< null when config-only
+  /// Rows of `tensor` (shape is then the view's), when not all of it.
+  std::optional<RowView> view;
   uint64_t numElements() const;
   uint64_t bytes() const { return numElements() * dtypeSize(dtype); }
 };
@@ -55,6 +70,9 @@ struct Linear {
   /// NVFP4: the global scale as a multiplier (NaN when config-only).
   float globalScale = 0.0f;
   std::optional<Param> bias;
+  /// Rows of the checkpoint tensor(s) this layer is, when not all of them
+  /// (outFeatures is then the view's rows).
+  std::optional<RowView> view;
 
   bool isNvfp4() const { return format == WeightFormat::Nvfp4; }
   uint64_t numParams() const;

@@ -20,13 +20,19 @@ constexpr uint64_t kAlignment = 256;
 
 uint64_t alignUp(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
-/// The geometry of one part of one expert in the checkpoint and in the pack.
+/// The geometry of one part of one expert in the checkpoint and in the pack:
+/// the runs of tensor rows this rank copies, and its columns.
 struct PartSlice {
-  int64_t fullRows, rowStart, rows;
+  /// [first row, rows) runs, in the tensor's rows (of its expert).
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  int64_t rows = 0;     ///< this rank's rows of the part (the runs' sum)
+  int64_t tensorRows;   ///< the tensor's rows (per expert)
+  int64_t rowBase = 0;  ///< rows before the view's expert in a stacked tensor
+  int64_t expert = -1;  ///< the view's expert, or -1
   int64_t fullCols, colStart, cols; ///< cols = 0 for rank-1 weights
 };
 
-PartSlice sliceOf(const WeightSpec &spec, size_t part, int rank) {
+Result<PartSlice> sliceOf(const WeightSpec &spec, size_t part, size_t nameIndex, int rank) {
   bool stacked = spec.experts > 0;
   int64_t rowsDim = stacked ? 1 : 0;
   int64_t colsDim = static_cast<int64_t>(spec.shape.size()) - 1;
@@ -34,32 +40,80 @@ PartSlice sliceOf(const WeightSpec &spec, size_t part, int rank) {
   PartSlice s{};
   s.rows = spec.partRows[part];
   s.cols = hasCols ? spec.shape.back() : 0;
-  s.fullRows = s.rows;
   s.fullCols = s.cols;
+  int64_t rowParts = 1, rowSlice = 0;
   if (!spec.shards.empty()) {
     const Shard &sh = spec.shards.size() == 1 ? spec.shards[0] : spec.shards[part];
     int64_t slice = rank / sh.replicas;
     if (sh.parts > 1 && sh.dim == rowsDim) {
-      s.fullRows = s.rows * sh.parts;
-      s.rowStart = slice * s.rows;
+      rowParts = sh.parts;
+      rowSlice = slice;
     } else if (sh.parts > 1 && hasCols && sh.dim == colsDim) {
       s.fullCols = s.cols * sh.parts;
       s.colStart = slice * s.cols;
     }
   }
+  const int64_t partRows = s.rows * rowParts; // all ranks' rows of the part
+  if (spec.views.empty()) {
+    s.tensorRows = partRows;
+    s.runs = {{rowSlice * s.rows, s.rows}};
+    return s;
+  }
+  const RowView &v = spec.views[nameIndex];
+  s.tensorRows = v.tensorRows;
+  s.expert = v.expert;
+  s.rowBase = v.expert >= 0 ? v.expert * v.tensorRows : 0;
+  if (v.groups <= 1) {
+    s.runs = {{v.offset + rowSlice * s.rows, s.rows}};
+  } else {
+    if (partRows % v.groups != 0 || v.groups % rowParts != 0)
+      return Error("weight entry '" + spec.name + "': part " + std::to_string(part) + " of " +
+                   std::to_string(partRows) + " rows in " + std::to_string(v.groups) +
+                   " runs does not split over " + std::to_string(rowParts) + " ranks");
+    const int64_t run = partRows / v.groups, perRank = v.groups / rowParts;
+    for (int64_t g = rowSlice * perRank; g < (rowSlice + 1) * perRank; ++g)
+      s.runs.emplace_back(v.offset + g * v.stride, run);
+  }
+  for (const auto &[first, rows] : s.runs)
+    if (first < 0 || first + rows > v.tensorRows)
+      return Error("weight entry '" + spec.name + "': part " + std::to_string(part) +
+                   " reads rows [" + std::to_string(first) + ", " + std::to_string(first + rows) +
+                   ") of a tensor of " + std::to_string(v.tensorRows));
   return s;
 }
 
 std::string shapeText(const model::Tensor &t) { return model::formatShape(t.shape()); }
 
-/// Rows [rowStart, +rows) x cols [colStart, +cols) of a dense tensor, as
-/// FP32.
+/// Whether tensor `t` has the shape the slice reads: [tensorRows, fullCols]
+/// (or [tensorRows] for rank 1), [E, tensorRows, fullCols] with an expert,
+/// dimensions of 1 allowed between rows and columns. `cols` scales the
+/// column count (NVFP4 data: 1/2, block scales: 1/16).
+Status checkShape(const std::string &entry, const model::Tensor &t, const PartSlice &s,
+                  int64_t fullCols) {
+  const auto &shape = t.shape();
+  size_t d = 0;
+  bool ok = true;
+  if (s.expert >= 0)
+    ok = !shape.empty() && s.expert < shape[d++];
+  ok = ok && d < shape.size() && shape[d++] == s.tensorRows;
+  int64_t rest = 1;
+  for (; d < shape.size(); ++d)
+    rest *= shape[d];
+  ok = ok && (s.cols ? rest == fullCols : rest == 1 && shape.size() == (s.expert >= 0 ? 2u : 1u));
+  if (ok)
+    return Status::success();
+  std::vector<int64_t> want = s.cols ? std::vector<int64_t>{s.tensorRows, fullCols}
+                                     : std::vector<int64_t>{s.tensorRows};
+  if (s.expert >= 0)
+    want.insert(want.begin(), s.expert + 1);
+  return Error((entry.empty() ? "" : "weight entry '" + entry + "': ") + "tensor '" + t.name() +
+               "': shape " + shapeText(t) + ", the plan expects " + model::formatShape(want) +
+               (s.expert >= 0 ? " (at least that many experts)" : ""));
+}
+
+/// This rank's rows and columns of a dense tensor, as FP32.
 Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s) {
-  std::vector<int64_t> want = s.cols ? std::vector<int64_t>{s.fullRows, s.fullCols}
-                                     : std::vector<int64_t>{s.fullRows};
-  if (t.shape() != want)
-    return Error("tensor '" + t.name() + "': shape " + shapeText(t) + ", the plan expects " +
-                 model::formatShape(want));
+  VOLT_RETURN_IF_ERROR(checkShape("", t, s, s.fullCols));
   size_t srcSize = model::dtypeSize(t.dtype());
   if (t.dtype() != model::DType::BF16 && t.dtype() != model::DType::F16 &&
       t.dtype() != model::DType::F32)
@@ -69,18 +123,21 @@ Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s)
   int64_t cols = s.cols ? s.cols : 1, fullCols = s.cols ? s.fullCols : 1;
   std::vector<float> values(static_cast<size_t>(s.rows * cols));
   float *dst = values.data();
-  for (int64_t r = 0; r < s.rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      size_t index = static_cast<size_t>((s.rowStart + r) * fullCols + s.colStart + c);
-      const uint8_t *src = data.data() + index * srcSize;
-      if (t.dtype() == model::DType::F32) {
-        std::memcpy(dst, src, 4);
-      } else {
-        uint16_t h;
-        std::memcpy(&h, src, 2);
-        *dst = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+  for (const auto &[first, rows] : s.runs) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        size_t index =
+            static_cast<size_t>((s.rowBase + first + r) * fullCols + s.colStart + c);
+        const uint8_t *src = data.data() + index * srcSize;
+        if (t.dtype() == model::DType::F32) {
+          std::memcpy(dst, src, 4);
+        } else {
+          uint16_t h;
+          std::memcpy(&h, src, 2);
+          *dst = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+        }
+        ++dst;
       }
-      ++dst;
     }
   }
   return values;
@@ -124,12 +181,16 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
     return Error("weight entry '" + spec.name + "': " + std::to_string(spec.names.size()) +
                  " names for " + std::to_string(parts) + " parts x " + std::to_string(experts) +
                  " experts");
+  if (!spec.views.empty() && spec.views.size() != spec.names.size())
+    return Error("weight entry '" + spec.name + "': " + std::to_string(spec.views.size()) +
+                 " row views for " + std::to_string(spec.names.size()) + " names");
   std::vector<uint8_t> out, scales;
   out.reserve(entryBytes(spec));
   for (int64_t e = 0; e < experts; ++e) {
     for (size_t p = 0; p < parts; ++p) {
-      const std::string &name = spec.names[static_cast<size_t>(e) * parts + p];
-      PartSlice s = sliceOf(spec, p, rank);
+      const size_t nameIndex = static_cast<size_t>(e) * parts + p;
+      const std::string &name = spec.names[nameIndex];
+      VOLT_ASSIGN_OR_RETURN(PartSlice s, sliceOf(spec, p, nameIndex, rank));
       if (spec.nvfp4 && spec.fromDense) {
         // Quantized here, with the part's global scale; blocks of 16 along
         // K never straddle a column split (splits are whole blocks).
@@ -137,8 +198,7 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
         if (!t)
           return Error("weight entry '" + spec.name + "': tensor '" + name +
                        "' is not in the checkpoint");
-        PartSlice dense = s;
-        auto values = readDense(*t, dense);
+        auto values = readDense(*t, s);
         if (!values)
           return values.error();
         size_t index = static_cast<size_t>(e) * parts + p;
@@ -163,17 +223,14 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
       if (!packed || !blockScales)
         return Error("weight entry '" + spec.name + "': NVFP4 tensors of '" + name +
                      "' are not in the checkpoint");
-      std::vector<int64_t> wantPacked = {s.fullRows, s.fullCols / 2};
-      std::vector<int64_t> wantScales = {s.fullRows, s.fullCols / 16};
-      if (packed->shape() != wantPacked || blockScales->shape() != wantScales)
-        return Error("weight entry '" + spec.name + "': '" + name + "' has packed " +
-                     shapeText(*packed) + " and block scales " + shapeText(*blockScales) +
-                     ", the plan expects " + model::formatShape(wantPacked) + " and " +
-                     model::formatShape(wantScales));
-      appendBytes(packed->data(), s.rowStart, s.rows, s.fullCols / 2, s.colStart / 2, s.cols / 2,
-                  out);
-      appendBytes(blockScales->data(), s.rowStart, s.rows, s.fullCols / 16, s.colStart / 16,
-                  s.cols / 16, scales);
+      VOLT_RETURN_IF_ERROR(checkShape(spec.name, *packed, s, s.fullCols / 2));
+      VOLT_RETURN_IF_ERROR(checkShape(spec.name, *blockScales, s, s.fullCols / 16));
+      for (const auto &[first, rows] : s.runs) {
+        appendBytes(packed->data(), s.rowBase + first, rows, s.fullCols / 2, s.colStart / 2,
+                    s.cols / 2, out);
+        appendBytes(blockScales->data(), s.rowBase + first, rows, s.fullCols / 16,
+                    s.colStart / 16, s.cols / 16, scales);
+      }
     }
   }
   if (spec.nvfp4) {

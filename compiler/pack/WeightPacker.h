@@ -29,6 +29,28 @@ struct Shard {
   int64_t replicas = 1;
 };
 
+/// Which rows of a named checkpoint tensor a part is, when it is not the
+/// whole tensor (checkpoints that store several parts in one tensor:
+/// Qwen3.5's flat `in_proj_qkv` [q | k | v], Qwen3-Next's `in_proj_qkvz`
+/// grouped per key head, `q_proj` rows alternating [q_h | gate_h], experts
+/// fused into one [E, 2I, H] `gate_up_proj`). The part's rows (all ranks'
+/// together) are `groups` runs of equal length, run g starting at row
+/// `offset + g * stride`; sharding splits the runs over the ranks (with one
+/// run, its rows). docs/design/hybrid.md, "Weight views".
+struct RowView {
+  /// The expert of a tensor stacked [E, rows, cols]; -1 for [rows, cols]
+  /// (or [rows]).
+  int64_t expert = -1;
+  int64_t offset = 0;
+  /// Rows from one run's start to the next (unused with one run).
+  int64_t stride = 0;
+  int64_t groups = 1;
+  /// The tensor's rows (per expert): its shape must be [tensorRows, cols]
+  /// (or [E, tensorRows, cols]); trailing dimensions of 1 in between (a
+  /// conv weight [C, 1, K]) are allowed.
+  int64_t tensorRows = 0;
+};
+
 /// One entry of a rank's pack, as the compiler describes it.
 struct WeightSpec {
   std::string name;
@@ -48,6 +70,8 @@ struct WeightSpec {
   /// names), each part with its global scale from `globalScales`.
   bool fromDense = false;
   std::vector<float> globalScales;
+  /// One per name (empty: every name is a whole tensor).
+  std::vector<RowView> views;
 };
 
 /// Where an entry landed in the pack.

@@ -80,6 +80,11 @@ pack::WeightSpec specOf(vx::WeightOp w) {
       auto shard = cast<volt::ir::ShardAttr>(a);
       s.shards.push_back({shard.getDim(), shard.getParts(), shard.getReplicas()});
     }
+  if (auto views = w.getViews())
+    for (size_t i = 0; i + 4 < views->size(); i += 5) {
+      const int64_t *v = views->data() + i;
+      s.views.push_back({v[0], v[1], v[2], v[3], v[4]});
+    }
   return s;
 }
 

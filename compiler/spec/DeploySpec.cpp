@@ -91,7 +91,8 @@ const std::vector<Field<DeploySpec>> &deploySpecFields() {
           .notEmpty()
           .defaultAs("the model directory's name"),
       booleanField<S>("enable_prefix_caching",
-                      "reuse the KV-cache blocks of prompt prefixes that requests share",
+                      "reuse the KV-cache blocks of prompt prefixes that requests share; refused for "
+                      "models with recurrent layers (their state cannot be shared by prefix)",
                       [](S &s, bool v) { s.enablePrefixCaching = v; })
           .byDefault(false),
       choiceField<S>("residual_dtype",

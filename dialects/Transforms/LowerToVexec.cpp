@@ -180,7 +180,8 @@ LogicalResult Lowering::lowerWeight(Operation *op) {
       b_.getStringAttr(nvfp4 ? "nvfp4" : "dense"), TypeAttr::get(dtype),
       b_.getDenseI64ArrayAttr(shape), b_.getI64IntegerAttr(experts),
       nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards,
-      nvfp4 && cast<vi::Nvfp4WeightOp>(op).getFromDense() ? b_.getUnitAttr() : UnitAttr());
+      nvfp4 && cast<vi::Nvfp4WeightOp>(op).getFromDense() ? b_.getUnitAttr() : UnitAttr(),
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getViewsAttr() : cast<vi::WeightOp>(op).getViewsAttr());
   for (Value r : op->getResults())
     buffers_[r] = w;
   return success();

@@ -117,6 +117,17 @@ struct ShardTensorParallelPass : volt::impl::ShardTensorParallelBase<ShardTensor
         if (partRows[p] % s.parts != 0)
           return user->emitOpError() << "cannot split the " << partRows[p] << " rows of part " << p
                                      << " of its " << what << " over " << s.parts << " ranks";
+        // A part read in runs (a row view with groups) splits by whole runs.
+        std::optional<ArrayRef<int64_t>> views = isa<WeightOp>(def)
+                                                     ? cast<WeightOp>(def).getViews()
+                                                     : cast<Nvfp4WeightOp>(def).getViews();
+        if (views)
+          for (size_t i = p; i < views->size() / 5; i += partRows.size())
+            if ((*views)[5 * i + 3] % s.parts != 0)
+              return user->emitOpError()
+                     << "cannot split part " << p << " of its " << what << ", read in "
+                     << (*views)[5 * i + 3] << " runs of its tensor, over " << s.parts
+                     << " ranks";
         newRows[p] = partRows[p] / s.parts;
       } else {
         splitColumns = true;

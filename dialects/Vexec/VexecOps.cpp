@@ -82,6 +82,9 @@ LogicalResult WeightOp::verify() {
     return emitOpError() << "needs checkpoint tensor names and part_rows";
   if (getLayout() == "nvfp4" && !getGlobalScales())
     return emitOpError() << "an nvfp4 weight needs global_scales";
+  if (auto views = getViews(); views && views->size() != 5 * getNames().size())
+    return emitOpError() << "has " << views->size() << " view numbers for " << getNames().size()
+                         << " names; expected 5 per name";
   for (int64_t d : getShape())
     if (d <= 0)
       return emitOpError() << "shape must be positive";

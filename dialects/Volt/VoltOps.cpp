@@ -122,6 +122,26 @@ LogicalResult verifyGlobalScales(Operation *op, ArrayRef<float> scales, size_t w
 
 } // namespace
 
+/// `views`, when present: five numbers per name (expert, offset, stride,
+/// groups, tensor_rows).
+static LogicalResult verifyRowViews(Operation *op, std::optional<ArrayRef<int64_t>> views,
+                             size_t names) {
+  if (!views)
+    return success();
+  if (views->size() != 5 * names)
+    return op->emitOpError() << "has " << views->size() << " view numbers for " << names
+                             << " names; expected 5 per name (expert, offset, stride, groups, "
+                                "tensor_rows)";
+  for (size_t i = 0; i < names; ++i) {
+    const int64_t *v = views->data() + 5 * i;
+    if (v[0] < -1 || v[1] < 0 || v[2] < 0 || v[3] < 1 || v[4] < 1)
+      return op->emitOpError() << "has an invalid row view for name " << i << ": expert " << v[0]
+                               << ", offset " << v[1] << ", stride " << v[2] << ", groups "
+                               << v[3] << ", tensor_rows " << v[4];
+  }
+  return success();
+}
+
 /// `shards`, when present, holds one #volt.shard per part.
 static LogicalResult verifyShards(Operation *op, std::optional<ArrayAttr> shards, size_t parts,
                                   size_t rank) {
@@ -142,7 +162,8 @@ static LogicalResult verifyShards(Operation *op, std::optional<ArrayAttr> shards
 
 LogicalResult WeightOp::verify() {
   if (failed(verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(),
-                               getResult().getType().getShape())))
+                               getResult().getType().getShape())) ||
+      failed(verifyRowViews(*this, getViews(), getNames().size())))
     return failure();
   return verifyShards(*this, getShards(), getPartRows().size(), getResult().getType().getRank());
 }
@@ -151,7 +172,8 @@ LogicalResult Nvfp4WeightOp::verify() {
   SmallVector<int64_t> logical;
   if (failed(verifyNvfp4Pair(*this, getPacked(), getScales(), logical)))
     return failure();
-  if (failed(verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(), logical)))
+  if (failed(verifyWeightAttrs(*this, getNames(), getPartRows(), getExperts(), logical)) ||
+      failed(verifyRowViews(*this, getViews(), getNames().size())))
     return failure();
   if (failed(verifyShards(*this, getShards(), getPartRows().size(), logical.size())))
     return failure();

@@ -34,6 +34,10 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
     were read, so that dtype legalisation can check that FP16 holds them.
     After sharding, `shards` holds one `#volt.shard` per part saying which
     slice of that part each rank holds, and the type is one rank's slice.
+    `views`, when present, says which rows of its tensor each name is (five
+    numbers per name: expert, offset, stride, groups, tensor_rows; see
+    `RowView` in compiler/pack/WeightPacker.h): for checkpoints that keep
+    several parts in one tensor (`in_proj_qkv`, `gate_up_proj`).
 
     ```mlir
     %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>}
@@ -43,7 +47,8 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
   let arguments = (ins StrArrayAttr:$names, DenseI64ArrayAttr:$part_rows,
                        DefaultValuedAttr<I64Attr, "0">:$experts,
                        OptionalAttr<F32Attr>:$max_abs,
-                       OptionalAttr<ArrayAttr>:$shards);
+                       OptionalAttr<ArrayAttr>:$shards,
+                       OptionalAttr<DenseI64ArrayAttr>:$views);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -58,7 +63,8 @@ def Volt_Nvfp4WeightOp : Volt_Op<"nvfp4_weight", [Pure]> {
     each name (part, per expert), in volt's convention (compressed-tensors'
     divisors are inverted on import). With `from_dense`, the names are dense
     checkpoint tensors that the weight packer quantizes to NVFP4 with these
-    global scales (`weights: {quantize: nvfp4}` in the spec).
+    global scales (`weights: {quantize: nvfp4}` in the spec). `views` as
+    for `volt.weight`.
 
     ```mlir
     %p, %s = volt.nvfp4_weight {names = ["model.layers.0.self_attn.o_proj"],
@@ -69,7 +75,8 @@ def Volt_Nvfp4WeightOp : Volt_Op<"nvfp4_weight", [Pure]> {
   let arguments = (ins StrArrayAttr:$names, DenseI64ArrayAttr:$part_rows,
                        DenseF32ArrayAttr:$global_scales,
                        DefaultValuedAttr<I64Attr, "0">:$experts,
-                       OptionalAttr<ArrayAttr>:$shards, UnitAttr:$from_dense);
+                       OptionalAttr<ArrayAttr>:$shards, UnitAttr:$from_dense,
+                       OptionalAttr<DenseI64ArrayAttr>:$views);
   let results = (outs Volt_PackedTensor:$packed, Volt_ScaleTensor:$scales);
   let assemblyFormat = "attr-dict `:` type($packed) `,` type($scales)";
   let hasVerifier = 1;

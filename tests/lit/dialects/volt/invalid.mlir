@@ -25,6 +25,22 @@ func.func @weight_experts() {
 
 // -----
 
+func.func @weight_views_count() {
+  // expected-error @+1 {{has 5 view numbers for 2 names; expected 5 per name (expert, offset, stride, groups, tensor_rows)}}
+  %w = volt.weight {names = ["a", "a"], part_rows = array<i64: 4, 4>, views = array<i64: -1, 0, 0, 1, 8>} : tensor<8x16xf16>
+  return
+}
+
+// -----
+
+func.func @weight_views_groups() {
+  // expected-error @+1 {{has an invalid row view for name 1: expert -1, offset 4, stride 0, groups 0, tensor_rows 8}}
+  %w = volt.weight {names = ["a", "a"], part_rows = array<i64: 4, 4>, views = array<i64: -1, 0, 0, 1, 8, -1, 4, 0, 0, 8>} : tensor<8x16xf16>
+  return
+}
+
+// -----
+
 func.func @nvfp4_scales() {
   // expected-error @+1 {{must have one scale per 16 of the 64 columns}}
   %p, %s = volt.nvfp4_weight {names = ["a"], part_rows = array<i64: 8>, global_scales = array<f32: 1.0>}

@@ -5,6 +5,9 @@
 func.func @weights() -> (tensor<8x64xbf16>, tensor<128x32xui8>, tensor<128x4xf8E4M3FN>, tensor<128x64xf16>) {
   // CHECK: volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>} : tensor<8x64xbf16>
   %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>} : tensor<8x64xbf16>
+  // Parts that are rows of one tensor: q and gate alternating per head.
+  // CHECK: volt.weight {names = ["q_proj.weight", "q_proj.weight"], part_rows = array<i64: 8, 8>, views = array<i64: -1, 0, 4, 2, 16, -1, 4, 4, 2, 16>} : tensor<16x64xbf16>
+  %qg = volt.weight {names = ["q_proj.weight", "q_proj.weight"], part_rows = array<i64: 8, 8>, views = array<i64: -1, 0, 4, 2, 16, -1, 4, 4, 2, 16>} : tensor<16x64xbf16>
   // CHECK: volt.nvfp4_weight {global_scales = array<f32: 1.500000e-04, 2.000000e-04>, names = ["a.gate_proj", "a.up_proj"], part_rows = array<i64: 64, 64>, shards = [#volt.shard<dim = 0, parts = 2, replicas = 1>, #volt.shard<dim = 0, parts = 2, replicas = 1>]}
   %p, %s = volt.nvfp4_weight {names = ["a.gate_proj", "a.up_proj"], part_rows = array<i64: 64, 64>,
       global_scales = array<f32: 1.5e-4, 2.0e-4>, shards = [#volt.shard<dim = 0, parts = 2, replicas = 1>, #volt.shard<dim = 0, parts = 2, replicas = 1>]}

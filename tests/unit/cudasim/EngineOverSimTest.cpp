@@ -505,16 +505,19 @@ TEST(EngineOverSimPreempting, MatchesEngineOverCpuBackend) {
   runBothEngines(m, 20);
 }
 
-// The same with recurrent state: a preempted sequence gives its state slot
-// back and is recomputed from its first token in whichever slot is free.
+// The same with recurrent state (the toy EMA hybrid, and Qwen3-Next's conv
+// and delta-rule states): a preempted sequence gives its state slots back
+// and is recomputed from its first token in whichever slot is free.
 TEST(EngineOverSimPreempting, WithRecurrentStateMatchesEngineOverCpuBackend) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
   ASSERT_TRUE(hostKernelsUnavailable().empty())
       << hostKernelsUnavailable()
       << " (NVRTC is installed now: rebuild the target cudasim_instances)";
-  const SimModel &m = simModels().back();
-  ASSERT_EQ(m.name, "toy-ema-bf16-tp1");
-  runBothEngines(m, 20);
+  for (const SimModel &m : simModels())
+    if (m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2") {
+      SCOPED_TRACE(m.name);
+      runBothEngines(m, 20);
+    }
 }
 
 /// The deployments the engine runs over: one per tensor-parallel size.
@@ -522,7 +525,7 @@ std::vector<SimModel> engineModels() {
   std::vector<SimModel> out;
   for (const SimModel &m : simModels())
     if (m.name == "qwen3-moe-nvfp4-tp1" || m.name == "qwen3-moe-nvfp4-tp2" ||
-        m.name == "toy-ema-bf16-tp1")
+        m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2")
       out.push_back(m);
   return out;
 }

@@ -10,10 +10,15 @@
 // R/2, rotate with the angles of an R-dim head and dims from R on pass
 // through (normalised and rounded); the normalised head goes through shared
 // memory, since a thread's pair is then not the pair it loaded.
-// Constants: HEADS, KV_HEADS, HEAD_DIM, ROTARY_DIM, HAS_NORM. Launch: grid.x
+// Constants: HEADS, KV_HEADS, HEAD_DIM, ROTARY_DIM (default HEAD_DIM), HAS_NORM. Launch: grid.x
 // = T, grid.y = HEADS + KV_HEADS, THREADS = HEAD_DIM / 2 rounded up to a
 // warp.
 #include "common/math.cuh"
+
+// Requests that name no rotary_dim rotate the whole head.
+#ifndef VOLT_ROTARY_DIM
+#define VOLT_ROTARY_DIM VOLT_HEAD_DIM
+#endif
 
 using namespace volt;
 

@@ -121,7 +121,8 @@ private:
   /// over `experts` when positive.
   Value denseWeight(const std::vector<std::string> &tensorNames,
                     const std::vector<int64_t> &partRows, int64_t cols, int64_t experts,
-                    model::DType dtype, float absMax, DenseI64ArrayAttr views = {}) {
+                    model::DType dtype, float absMax, DenseI64ArrayAttr views = {},
+                    bool addOne = false) {
     SmallVector<int64_t> shape;
     if (experts > 0)
       shape.push_back(experts);
@@ -134,8 +135,32 @@ private:
     auto op = b_.create<ir::WeightOp>(
         at(tensorNames.front()), RankedTensorType::get(shape, elementType(dtype)),
         names(tensorNames), b_.getDenseI64ArrayAttr(partRows), b_.getI64IntegerAttr(experts),
-        absMax > 0.0f ? b_.getF32FloatAttr(absMax) : FloatAttr(), ArrayAttr(), views);
+        absMax > 0.0f ? b_.getF32FloatAttr(absMax + (addOne ? 1.0f : 0.0f)) : FloatAttr(),
+        ArrayAttr(), views, addOne ? b_.getUnitAttr() : UnitAttr());
     return op.getResult();
+  }
+
+  /// A norm's weight: 1 + w for the families that store norms zero-centred.
+  Value normParam(const Param &p) {
+    return denseWeight({p.name}, {p.shape[0]}, 0, 0, p.dtype, maxAbs(p.tensor), {},
+                       c_.zeroCentredNorms);
+  }
+
+  /// A weight made of parameters that are rows of one tensor (a conv
+  /// weight's q, k and v channels).
+  Value paramParts(const std::vector<const Param *> &parts) {
+    std::vector<std::string> names;
+    std::vector<int64_t> rows;
+    std::vector<const model::RowView *> views;
+    for (const Param *p : parts) {
+      names.push_back(p->name);
+      rows.push_back(p->shape[0]);
+      views.push_back(p->view ? &*p->view : nullptr);
+    }
+    const Param &first = *parts.front();
+    int64_t cols = first.shape.size() == 2 ? first.shape[1] : 0;
+    return denseWeight(names, rows, cols, 0, first.dtype, maxAbs(first.tensor),
+                       viewsAttr(views, rows));
   }
 
   Value param(const Param &p) {
@@ -248,7 +273,7 @@ private:
   }
 
   Value rmsNorm(Value x, const Param &w) {
-    return b_.create<ir::RmsNormOp>(at(w.name), x.getType(), x, param(w),
+    return b_.create<ir::RmsNormOp>(at(w.name), x.getType(), x, normParam(w),
                                     b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
   }
 
@@ -256,6 +281,7 @@ private:
 
   Value attention(Value h, const model::Attention &a, int64_t layer, Value positions,
                   Value metadata);
+  Value gatedDeltaNet(Value h, const model::GatedDeltaNet &g, int64_t layer, Value metadata);
   Value mixer(Value h, const Layer &l, Value positions, Value metadata);
   Value mlp(Value h, const GatedMlp &m, const std::string &name);
   Value moe(Value h, const model::Moe &m);
@@ -281,20 +307,50 @@ Value Importer::attention(Value h, const model::Attention &l, int64_t layer, Val
   auto headDim = b_.getI64IntegerAttr(c_.headDim);
   Location where = at(l.q.module.substr(0, l.q.module.rfind('.')));
   if (l.qNorm)
-    qkv = b_.create<ir::QkNormOp>(where, qkv.getType(), qkv, param(*l.qNorm), param(*l.kNorm),
-                                  heads, kvHeads, headDim,
+    qkv = b_.create<ir::QkNormOp>(where, qkv.getType(), qkv, normParam(*l.qNorm),
+                                  normParam(*l.kNorm), heads, kvHeads, headDim,
                                   b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
-  qkv = b_.create<ir::RopeOp>(where, qkv.getType(), qkv, positions, heads, kvHeads, headDim,
-                              b_.getF32FloatAttr(static_cast<float>(c_.ropeTheta)));
+  qkv = b_.create<ir::RopeOp>(
+      where, qkv.getType(), qkv, positions, heads, kvHeads, headDim,
+      b_.getF32FloatAttr(static_cast<float>(c_.ropeTheta)),
+      c_.rotaryDim != c_.headDim ? b_.getI64IntegerAttr(c_.rotaryDim) : IntegerAttr());
   Value o =
       b_.create<ir::AttentionOp>(where, activation(c_.numAttentionHeads * c_.headDim), qkv,
                                  metadata, b_.getI64IntegerAttr(layer), heads, kvHeads, headDim);
+  if (l.gate) {
+    Value gate = linear(h, {&*l.gate});
+    if (!gate)
+      return {};
+    o = b_.create<ir::SigmoidMulOp>(at(l.gate->module + ".gate"), o.getType(), o, gate);
+  }
   return linear(o, {&l.o});
+}
+
+Value Importer::gatedDeltaNet(Value h, const model::GatedDeltaNet &g, int64_t layer,
+                              Value metadata) {
+  Value qkv = linear(h, {&g.q, &g.k, &g.v});
+  Value z = qkv ? linear(h, {&g.z}) : Value();
+  Value gates = z ? linear(h, {&g.b, &g.a}) : Value();
+  if (!gates)
+    return {};
+  const std::string module = g.out.module.substr(0, g.out.module.rfind('.'));
+  Value conv = b_.create<ir::CausalConv1dOp>(at(module + ".conv1d"), qkv.getType(), qkv,
+                                             paramParts({&g.convQ, &g.convK, &g.convV}), metadata,
+                                             b_.getI64IntegerAttr(layer));
+  auto i64 = [&](int64_t v) { return b_.getI64IntegerAttr(v); };
+  Value o = b_.create<ir::GatedDeltaRuleOp>(
+      at(module), z.getType(), conv, gates, z, param(g.aLog), param(g.dtBias), param(g.norm),
+      metadata, i64(layer), i64(c_.linearNumKeyHeads), i64(c_.linearNumValueHeads),
+      i64(c_.linearKeyHeadDim), i64(c_.linearValueHeadDim),
+      b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
+  return linear(o, {&g.out});
 }
 
 Value Importer::mixer(Value h, const Layer &l, Value positions, Value metadata) {
   if (const model::Attention *a = l.attention())
     return attention(h, *a, l.index, positions, metadata);
+  if (const model::GatedDeltaNet *g = l.gatedDeltaNet())
+    return gatedDeltaNet(h, *g, l.index, metadata);
   const model::Ema &e = *l.ema();
   return b_.create<ir::EmaScanOp>(at(e.decay.name), h.getType(), h, param(e.decay), metadata,
                                   b_.getI64IntegerAttr(l.index));

@@ -177,24 +177,49 @@ private:
   std::vector<PendingTensor> tensors_;
 };
 
+/// Qwen3-Next's linear attention: projections grouped per key head, the
+/// conv, and the gates' parameters spread so that decays differ per head.
+void gatedDeltaNet(Emitter &e, const model::ModelConfig &c, const std::string &m,
+                   bool quantize) {
+  const int64_t h = c.hiddenSize, hk = c.linearNumKeyHeads, hv = c.linearNumValueHeads;
+  const int64_t dk = c.linearKeyHeadDim, dv = c.linearValueHeadDim;
+  e.linears({{m + "in_proj_qkvz", hk * (2 * dk + 2 * (hv / hk) * dv), h}}, quantize);
+  e.linears({{m + "in_proj_ba", 2 * hv, h}}, false);
+  e.param(m + "conv1d.weight", {c.linearConvDim(), 1, c.linearConvKernelDim}, 0.0f, 0.5f);
+  // A = exp(A_log) around 0.4, dt_bias around -0.5: per-token decays spread
+  // over (0, 1) rather than near 0 or 1.
+  e.param(m + "A_log", {hv}, -1.0f, 0.8f);
+  e.param(m + "dt_bias", {hv}, -0.5f, 1.0f);
+  e.param(m + "norm.weight", {dv}, 1.0f, 0.2f);
+  e.linears({{m + "out_proj", h, hv * dv}}, true);
+}
+
 std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConfig &c) {
   Emitter e(o, c);
   int64_t h = c.hiddenSize, hd = c.headDim;
+  // Zero-centred norms (x̂ · (1 + w)) are written around 0, others around 1.
+  const float normBase = c.zeroCentredNorms ? 0.0f : 1.0f;
   e.param("model.embed_tokens.weight", {c.vocabSize, h}, 0.0f, 1.0f);
   for (int64_t i = 0; i < c.numHiddenLayers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
-    e.param(p + "input_layernorm.weight", {h}, 1.0f, 0.1f);
-    std::string a = p + "self_attn.";
-    e.linears({{a + "q_proj", c.numAttentionHeads * hd, h, c.qkvBias},
-               {a + "k_proj", c.numKeyValueHeads * hd, h, c.qkvBias},
-               {a + "v_proj", c.numKeyValueHeads * hd, h, c.qkvBias}},
-              true);
-    e.linears({{a + "o_proj", h, c.numAttentionHeads * hd}}, true);
-    if (c.qkNorm) {
-      e.param(a + "q_norm.weight", {hd}, 1.0f, 0.1f);
-      e.param(a + "k_norm.weight", {hd}, 1.0f, 0.1f);
+    e.param(p + "input_layernorm.weight", {h}, normBase, 0.1f);
+    if (c.mixers[static_cast<size_t>(i)] == model::MixerKind::GatedDeltaNet) {
+      // ModelOpt's Qwen3-Next export: linear attention's inputs in BF16.
+      gatedDeltaNet(e, c, p + "linear_attn.", false);
+    } else {
+      std::string a = p + "self_attn.";
+      const int64_t qRows = c.numAttentionHeads * hd * (c.attnOutputGate ? 2 : 1);
+      e.linears({{a + "q_proj", qRows, h, c.qkvBias},
+                 {a + "k_proj", c.numKeyValueHeads * hd, h, c.qkvBias},
+                 {a + "v_proj", c.numKeyValueHeads * hd, h, c.qkvBias}},
+                !c.attnOutputGate);
+      e.linears({{a + "o_proj", h, c.numAttentionHeads * hd}}, true);
+      if (c.qkNorm) {
+        e.param(a + "q_norm.weight", {hd}, normBase, 0.1f);
+        e.param(a + "k_norm.weight", {hd}, normBase, 0.1f);
+      }
     }
-    e.param(p + "post_attention_layernorm.weight", {h}, 1.0f, 0.1f);
+    e.param(p + "post_attention_layernorm.weight", {h}, normBase, 0.1f);
     if (!c.isMoeLayer(i)) {
       e.gatedMlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediateSize);
       continue;
@@ -215,7 +240,7 @@ std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConf
       e.linears({{m + "shared_expert_gate", 1, h}}, false);
     }
   }
-  e.param("model.norm.weight", {h}, 1.0f, 0.1f);
+  e.param("model.norm.weight", {h}, normBase, 0.1f);
   if (!c.tieWordEmbeddings)
     e.linears({{"lm_head", c.vocabSize, h}}, false);
   return e.take();
@@ -224,6 +249,14 @@ std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConf
 json excludeList(const model::ModelConfig &c, Format format) {
   bool ct = format == Format::CompressedTensors;
   json list = json::array({"lm_head"});
+  if (c.attnOutputGate) // the hybrids' exports keep attention's inputs unquantized
+    for (const char *m : {"q_proj", "k_proj", "v_proj"})
+      list.push_back(ct ? std::string("re:.*self_attn\\.") + m + "$"
+                        : std::string("model.layers.*.self_attn.") + m);
+  if (c.hasMixer(model::MixerKind::GatedDeltaNet))
+    for (const char *m : {"in_proj_qkvz", "in_proj_ba"})
+      list.push_back(ct ? std::string("re:.*linear_attn\\.") + m + "$"
+                        : std::string("model.layers.*.linear_attn.") + m);
   if (c.family->name == "mixtral")
     list.push_back(ct ? "re:.*block_sparse_moe\\.gate$" : "model.layers.*.block_sparse_moe.gate");
   else if (c.isMoe())

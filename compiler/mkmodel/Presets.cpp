@@ -74,12 +74,33 @@ json tiny(const std::string &family) {
               {"mlp_bias", false},
               {"rope_scaling", nullptr},
               {"tie_word_embeddings", false}});
+  } else if (family == "qwen3-next") {
+    // Layers 0 and 2 linear attention, 1 and 3 full; layer 2 a dense MLP.
+    c = common("Qwen3NextForCausalLM", "qwen3_next");
+    c.update({{"num_experts", 8},
+              {"num_experts_per_tok", 2},
+              {"moe_intermediate_size", 32},
+              {"shared_expert_intermediate_size", 32},
+              {"intermediate_size", 64},
+              {"norm_topk_prob", true},
+              {"decoder_sparse_step", 1},
+              {"mlp_only_layers", {2}},
+              {"head_dim", 16},
+              {"partial_rotary_factor", 0.25},
+              {"full_attention_interval", 2},
+              {"linear_num_key_heads", 4},
+              {"linear_num_value_heads", 8},
+              {"linear_key_head_dim", 16},
+              {"linear_value_head_dim", 8},
+              {"linear_conv_kernel_dim", 4},
+              {"attention_bias", false},
+              {"tie_word_embeddings", false}});
   } else {
     return nullptr;
   }
   c.update({{"vocab_size", vocab},
             {"hidden_size", 64},
-            {"num_hidden_layers", 3},
+            {"num_hidden_layers", family == "qwen3-next" ? 4 : 3},
             {"num_attention_heads", 4},
             {"num_key_value_heads", 2},
             {"max_position_embeddings", 2048},
@@ -159,6 +180,27 @@ json published(const std::string &preset) {
               {"bos_token_id", 151643},     {"eos_token_id", 151645}});
     return c;
   }
+  if (preset == "qwen3-next-80b-a3b") {
+    // transformers' Qwen3NextConfig defaults are this model's shape.
+    json c = common("Qwen3NextForCausalLM", "qwen3_next");
+    c.update({{"vocab_size", 151936},        {"hidden_size", 2048},
+              {"num_hidden_layers", 48},     {"num_attention_heads", 16},
+              {"num_key_value_heads", 2},    {"head_dim", 256},
+              {"intermediate_size", 5120},   {"moe_intermediate_size", 512},
+              {"shared_expert_intermediate_size", 512},
+              {"num_experts", 512},          {"num_experts_per_tok", 10},
+              {"norm_topk_prob", true},      {"decoder_sparse_step", 1},
+              {"mlp_only_layers", json::array()},
+              {"full_attention_interval", 4}, {"partial_rotary_factor", 0.25},
+              {"linear_num_key_heads", 16},  {"linear_num_value_heads", 32},
+              {"linear_key_head_dim", 128},  {"linear_value_head_dim", 128},
+              {"linear_conv_kernel_dim", 4},
+              {"max_position_embeddings", 262144},
+              {"rope_theta", 10000000.0},    {"rms_norm_eps", 1e-6},
+              {"attention_bias", false},     {"tie_word_embeddings", false},
+              {"bos_token_id", 151643},      {"eos_token_id", 151645}});
+    return c;
+  }
   return nullptr;
 }
 
@@ -172,17 +214,19 @@ const char *presetFamily(const std::string &preset) {
     return "mixtral";
   if (preset == "qwen3-32b")
     return "qwen3";
+  if (preset == "qwen3-next-80b-a3b")
+    return "qwen3-next";
   return nullptr;
 }
 
 const std::vector<std::string> kFamilies = {"qwen3-moe", "qwen2-moe", "mixtral", "qwen3",
-                                            "llama"};
+                                            "llama",     "qwen3-next"};
 
 } // namespace
 
 std::vector<std::string> presetNames() {
-  return {"tiny", "qwen3-30b-a3b", "qwen2-57b-a14b", "qwen1.5-moe-a2.7b", "mixtral-8x7b",
-          "qwen3-32b"};
+  return {"tiny",         "qwen3-30b-a3b", "qwen2-57b-a14b",    "qwen1.5-moe-a2.7b",
+          "mixtral-8x7b", "qwen3-32b",     "qwen3-next-80b-a3b"};
 }
 
 Result<nlohmann::json> presetConfig(const std::string &family, const std::string &preset) {

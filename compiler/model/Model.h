@@ -94,6 +94,27 @@ struct GatedMlp {
 struct Attention {
   Linear q, k, v, o;
   std::optional<Param> qNorm, kNorm;
+  /// The output gate: attention output · sigmoid(h · gateᵀ) before o
+  /// (Qwen3-Next, Qwen3.5: q_proj's rows [q_h | gate_h] per head, q and
+  /// gate each a view of them).
+  std::optional<Linear> gate;
+};
+
+/// Gated DeltaNet linear attention (Qwen3-Next, Qwen3.5 `linear_attn`):
+/// q, k, v = causal_conv1d(h · [Wq; Wk; Wv]ᵀ) with SiLU and a conv state;
+/// the gated delta rule over a [dk, dv] state per value head, with
+/// β = sigmoid(h · Wbᵀ), g = −exp(A_log) · softplus(h · Waᵀ + dt_bias);
+/// out = (norm · rms(o) · silu(h · Wzᵀ)) · W_outᵀ. The checkpoint's fused
+/// projections (in_proj_qkv, or in_proj_qkvz and in_proj_ba grouped per key
+/// head) are bound as views, one Linear per part. runtime/cpu/GatedDeltaNet.h
+/// is the arithmetic.
+struct GatedDeltaNet {
+  Linear q, k, v, z, b, a, out;
+  /// conv1d.weight [C, 1, K] as three views ([rows, K] each): the q, k and
+  /// v channels.
+  Param convQ, convK, convV;
+  Param aLog, dtBias; ///< [Hv]
+  Param norm;         ///< [dv], a plain weight
 };
 
 /// A per-channel exponential moving average over each sequence:
@@ -121,11 +142,12 @@ struct Layer {
   int64_t index = 0;
   Param inputNorm;
   Param postAttentionNorm;
-  std::variant<Attention, Ema> mixer;
+  std::variant<Attention, Ema, GatedDeltaNet> mixer;
   std::variant<GatedMlp, Moe> ffn;
 
   const Attention *attention() const { return std::get_if<Attention>(&mixer); }
   const Ema *ema() const { return std::get_if<Ema>(&mixer); }
+  const GatedDeltaNet *gatedDeltaNet() const { return std::get_if<GatedDeltaNet>(&mixer); }
   const GatedMlp *mlp() const { return std::get_if<GatedMlp>(&ffn); }
   const Moe *moe() const { return std::get_if<Moe>(&ffn); }
   bool isMoe() const { return moe() != nullptr; }
@@ -178,7 +200,12 @@ template <typename Fn> void Model::forEachLinear(Fn &&fn) const {
       fn(a->k);
       fn(a->v);
       fn(a->o);
+      if (a->gate)
+        fn(*a->gate);
     }
+    if (const GatedDeltaNet *g = l.gatedDeltaNet())
+      for (const Linear *lin : {&g->q, &g->k, &g->v, &g->z, &g->b, &g->a, &g->out})
+        fn(*lin);
     if (const GatedMlp *m = l.mlp()) {
       mlp(*m);
       continue;
@@ -211,6 +238,9 @@ template <typename Fn> void Model::forEachParam(Fn &&fn) const {
     }
     if (const Ema *e = l.ema())
       fn(e->decay);
+    if (const GatedDeltaNet *g = l.gatedDeltaNet())
+      for (const Param *p : {&g->convQ, &g->convK, &g->convV, &g->aLog, &g->dtBias, &g->norm})
+        fn(*p);
   }
   fn(finalNorm);
 }

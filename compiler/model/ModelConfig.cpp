@@ -67,6 +67,10 @@ Status readLayerTypes(const JsonFields &f, ModelConfig &c) {
 
 } // namespace
 
+bool ModelConfig::hasMixer(MixerKind k) const {
+  return std::find(mixers.begin(), mixers.end(), k) != mixers.end();
+}
+
 bool ModelConfig::isMoeLayer(int64_t i) const {
   if (!isMoe())
     return false;
@@ -128,6 +132,7 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
     return f.error("head_dim", "RoPE needs an even head_dim, found " + std::to_string(c.headDim));
 
   VOLT_RETURN_IF_ERROR(readLayerTypes(f, c));
+  c.rotaryDim = c.headDim;
   VOLT_RETURN_IF_ERROR(c.family->parseConfig(f, c));
 
   if (c.isMoe()) {

@@ -28,6 +28,9 @@ enum class MixerKind {
   Attention,
   /// The per-channel moving average with state (model::Ema).
   Ema,
+  /// Gated DeltaNet linear attention (model::GatedDeltaNet; `layer_types`
+  /// "linear_attention" of Qwen3-Next and Qwen3.5).
+  GatedDeltaNet,
 };
 
 struct ModelConfig {
@@ -69,9 +72,30 @@ struct ModelConfig {
   /// the family's rule (every layer attention for the families without).
   std::vector<MixerKind> mixers;
 
+  // Attention of the hybrid families (Qwen3-Next, Qwen3.5).
+  /// The leading dims of each head that RoPE rotates (head_dim ·
+  /// partial_rotary_factor); headDim when the config has no factor.
+  int64_t rotaryDim = 0;
+  /// q_proj holds [q_h | gate_h] per head and the attention output is
+  /// multiplied by sigmoid(gate) before o_proj.
+  bool attnOutputGate = false;
+  /// Every RMSNorm but the linear-attention output's computes x̂ · (1 + w)
+  /// (weights stored zero-centred).
+  bool zeroCentredNorms = false;
+
+  // Gated DeltaNet layers (MixerKind::GatedDeltaNet).
+  int64_t linearNumKeyHeads = 0, linearNumValueHeads = 0;
+  int64_t linearKeyHeadDim = 0, linearValueHeadDim = 0;
+  int64_t linearConvKernelDim = 0;
+  /// The q|k|v channels the conv runs over: 2·Hk·dk + Hv·dv.
+  int64_t linearConvDim() const {
+    return 2 * linearNumKeyHeads * linearKeyHeadDim + linearNumValueHeads * linearValueHeadDim;
+  }
+
   bool isMoe() const { return numExperts > 0; }
   /// Whether layer `i` has a sparse MoE block (else a dense MLP).
   bool isMoeLayer(int64_t i) const;
+  bool hasMixer(MixerKind k) const;
   /// Number of query heads per KV head.
   int64_t queryGroupSize() const { return numAttentionHeads / numKeyValueHeads; }
 };

@@ -109,6 +109,73 @@ Result<Linear> TensorBinder::linear(const std::string &module, int64_t out, int6
   return lin;
 }
 
+namespace {
+
+// The parts' runs cover every row of the tensor once.
+Status checkTiling(const std::string &name, int64_t tensorRows,
+                   const std::vector<TensorBinder::Rows> &parts) {
+  std::vector<int> hits(static_cast<size_t>(tensorRows), 0);
+  for (const auto &p : parts) {
+    if (p.groups < 1 || p.rows % p.groups != 0)
+      return Error("internal error: a view of '" + name + "' has " + std::to_string(p.rows) +
+                   " rows in " + std::to_string(p.groups) + " runs");
+    const int64_t run = p.rows / p.groups;
+    for (int64_t g = 0; g < p.groups; ++g)
+      for (int64_t r = 0; r < run; ++r) {
+        const int64_t row = p.offset + g * p.stride + r;
+        if (row < 0 || row >= tensorRows || hits[static_cast<size_t>(row)]++)
+          return Error("internal error: the views of '" + name + "' do not tile its " +
+                       std::to_string(tensorRows) + " rows");
+      }
+  }
+  for (int h : hits)
+    if (h != 1)
+      return Error("internal error: the views of '" + name + "' do not tile its " +
+                   std::to_string(tensorRows) + " rows");
+  return Status::success();
+}
+
+RowView viewOf(const TensorBinder::Rows &p, int64_t tensorRows) {
+  return {-1, p.offset, p.stride, p.groups, tensorRows};
+}
+
+} // namespace
+
+Result<std::vector<Linear>> TensorBinder::linearParts(const std::string &module,
+                                                      int64_t tensorRows, int64_t in,
+                                                      const std::vector<Rows> &parts) {
+  VOLT_RETURN_IF_ERROR(checkTiling(module, tensorRows, parts));
+  VOLT_ASSIGN_OR_RETURN(Linear whole, linear(module, tensorRows, in));
+  std::vector<Linear> out;
+  for (const Rows &p : parts) {
+    Linear part = whole;
+    part.outFeatures = p.rows;
+    part.view = viewOf(p, tensorRows);
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+Result<std::vector<Param>> TensorBinder::paramParts(const std::string &name,
+                                                    std::vector<int64_t> shape,
+                                                    const std::vector<Rows> &parts) {
+  const int64_t tensorRows = shape.front();
+  VOLT_RETURN_IF_ERROR(checkTiling(name, tensorRows, parts));
+  const size_t rank = shape.size();
+  int64_t cols = 1;
+  for (size_t d = 1; d < rank; ++d)
+    cols *= shape[d];
+  VOLT_ASSIGN_OR_RETURN(Param whole, param(name, std::move(shape)));
+  std::vector<Param> out;
+  for (const Rows &p : parts) {
+    Param part = whole;
+    part.shape = rank > 1 ? std::vector<int64_t>{p.rows, cols} : std::vector<int64_t>{p.rows};
+    part.view = viewOf(p, tensorRows);
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
 std::vector<std::string> TensorBinder::unused() const {
   std::vector<std::string> out;
   if (!hasWeights())

@@ -38,6 +38,24 @@ public:
   Result<Linear> linear(const std::string &module, int64_t out, int64_t in, bool withBias = false,
                         bool quantizable = true);
 
+  /// Rows of one tensor that make a part: `groups` runs, the first at row
+  /// `offset`, `stride` apart, `rows` in all (RowView).
+  struct Rows {
+    int64_t offset = 0, stride = 0, groups = 1, rows = 0;
+  };
+
+  /// `module` as a linear layer [tensorRows, in] whose rows hold several
+  /// parts (in_proj_qkv's q, k and v): one Linear per part, each a view of
+  /// the tensor. The parts must tile the rows (an internal check).
+  Result<std::vector<Linear>> linearParts(const std::string &module, int64_t tensorRows,
+                                          int64_t in, const std::vector<Rows> &parts);
+
+  /// `name` as a float parameter of `shape` whose rows hold several parts
+  /// (a conv weight [C, 1, K]): one Param per part, of shape [rows,
+  /// product of the rest].
+  Result<std::vector<Param>> paramParts(const std::string &name, std::vector<int64_t> shape,
+                                        const std::vector<Rows> &parts);
+
   /// The checkpoint's tensors nobody took.
   std::vector<std::string> unused() const;
 

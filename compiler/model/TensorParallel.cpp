@@ -37,6 +37,13 @@ Status checkTensorParallel(const ModelConfig &c, int tp, bool nvfp4) {
   if (c.sharedExpertIntermediateSize > 0)
     VOLT_RETURN_IF_ERROR(
         checkWidth("shared_expert_intermediate_size", c.sharedExpertIntermediateSize, tp, nvfp4));
+  if (c.hasMixer(MixerKind::GatedDeltaNet)) {
+    if (auto why = sharding::linearHeadsError(c.linearNumKeyHeads, tp))
+      return Error(*why);
+    // out_proj's input columns split by value heads.
+    VOLT_RETURN_IF_ERROR(checkWidth("linear_num_value_heads * linear_value_head_dim",
+                                    c.linearNumValueHeads * c.linearValueHeadDim, tp, nvfp4));
+  }
   return Status::success();
 }
 
@@ -73,11 +80,22 @@ RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
       add(a->k, kvOut, c.hiddenSize);
       add(a->v, kvOut, c.hiddenSize);
       add(a->o, c.hiddenSize, a->o.inFeatures / tp);
+      if (a->gate)
+        add(*a->gate, a->gate->outFeatures / tp, c.hiddenSize);
       if (a->qNorm)
         r.denseBytes += 2 * static_cast<uint64_t>(c.headDim) * 2;
     }
     if (const Ema *e = l.ema()) // replicated
       r.denseBytes += e->decay.numElements() * 2;
+    if (const GatedDeltaNet *g = l.gatedDeltaNet()) {
+      // Split by key heads; out_proj row-parallel; A_log, dt_bias in FP32.
+      for (const Linear *lin : {&g->q, &g->k, &g->v, &g->z, &g->b, &g->a})
+        add(*lin, lin->outFeatures / tp, c.hiddenSize);
+      add(g->out, c.hiddenSize, g->out.inFeatures / tp);
+      r.denseBytes += static_cast<uint64_t>(c.linearConvDim() / tp) * c.linearConvKernelDim * 2;
+      r.denseBytes += static_cast<uint64_t>(c.linearNumValueHeads / tp) * 2 * 4;
+      r.denseBytes += static_cast<uint64_t>(c.linearValueHeadDim) * 2;
+    }
     r.denseBytes += 2 * static_cast<uint64_t>(c.hiddenSize) * 2; // the two norms
     if (const GatedMlp *m = l.mlp()) {
       mlp(*m, c.intermediateSize);

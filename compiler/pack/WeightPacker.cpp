@@ -144,11 +144,14 @@ Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s)
 }
 
 /// Appends a dense slice converted to FP16 or FP32.
-Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes,
+Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes, bool addOne,
                    std::vector<uint8_t> &out) {
   auto values = readDense(t, s);
   if (!values)
     return values.error();
+  if (addOne)
+    for (float &v : *values)
+      v += 1.0f;
   size_t base = out.size();
   out.resize(base + values->size() * static_cast<size_t>(elementBytes));
   uint8_t *dst = out.data() + base;
@@ -213,7 +216,7 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
         if (!t)
           return Error("weight entry '" + spec.name + "': tensor '" + name +
                        "' is not in the checkpoint");
-        VOLT_RETURN_IF_ERROR(appendDense(*t, s, spec.elementBytes, out));
+        VOLT_RETURN_IF_ERROR(appendDense(*t, s, spec.elementBytes, spec.addOne, out));
         continue;
       }
       const model::Tensor *packed = ckpt.find(name + ".weight_packed");

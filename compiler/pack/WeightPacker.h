@@ -72,6 +72,9 @@ struct WeightSpec {
   std::vector<float> globalScales;
   /// One per name (empty: every name is a whole tensor).
   std::vector<RowView> views;
+  /// Dense: write 1 + each value (a zero-centred norm weight), summed in
+  /// FP32 and rounded once.
+  bool addOne = false;
 };
 
 /// Where an entry landed in the pack.

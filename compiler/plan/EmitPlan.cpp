@@ -80,6 +80,7 @@ pack::WeightSpec specOf(vx::WeightOp w) {
       auto shard = cast<volt::ir::ShardAttr>(a);
       s.shards.push_back({shard.getDim(), shard.getParts(), shard.getReplicas()});
     }
+  s.addOne = w.getAddOne();
   if (auto views = w.getViews())
     for (size_t i = 0; i + 4 < views->size(); i += 5) {
       const int64_t *v = views->data() + i;

@@ -71,7 +71,7 @@ struct NormThenRope : OpRewritePattern<RopeOp> {
     rewriter.replaceOpWithNewOp<QkNormRopeOp>(
         rope, rope.getType(), qkv, rope.getPositions(), qWeight, kWeight,
         rope.getNumHeadsAttr(), rope.getNumKvHeadsAttr(), rope.getHeadDimAttr(), eps,
-        rope.getThetaAttr());
+        rope.getThetaAttr(), rope.getRotaryDimAttr());
     return success();
   }
 };

@@ -49,6 +49,15 @@ struct LegalizeDtypesPass : volt::impl::LegalizeDtypesBase<LegalizeDtypesPass> {
     WalkResult walk = module.walk([&](Operation *op) -> WalkResult {
       if (auto w = dyn_cast<volt::ir::WeightOp>(op)) {
         Type elem = elementOf(w.getType());
+        // The gated delta rule reads its decay parameters in FP32.
+        bool needsF32 = llvm::any_of(w->getUses(), [](OpOperand &use) {
+          auto g = dyn_cast<volt::ir::GatedDeltaRuleOp>(use.getOwner());
+          return g && (use.get() == g.getALog() || use.get() == g.getDtBias());
+        });
+        if (needsF32) {
+          Value(w.getResult()).setType(withElement(w.getType(), f32));
+          return WalkResult::advance();
+        }
         if (elem.isF16())
           return WalkResult::advance();
         float absMax = w.getMaxAbs() ? w.getMaxAbs()->convertToFloat() : 0.0f;

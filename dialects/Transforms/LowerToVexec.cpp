@@ -91,6 +91,14 @@ private:
     return success();
   }
 
+  /// The step's state slots, made at the first op with state.
+  Value stateSlots() {
+    if (!stateSlots_)
+      stateSlots_ = b_.create<vx::InputOp>(loc(), vx::BufferType::get(ctx()),
+                                           b_.getStringAttr("state_slots"));
+    return stateSlots_;
+  }
+
   void launch(Operation *from, StringRef kind, ArrayRef<Value> operands,
               ArrayRef<NamedAttribute> params, StringRef name = "") {
     ArrayAttr kernels = from->getAttrOfType<ArrayAttr>("volt.kernels");
@@ -181,7 +189,8 @@ LogicalResult Lowering::lowerWeight(Operation *op) {
       b_.getDenseI64ArrayAttr(shape), b_.getI64IntegerAttr(experts),
       nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards,
       nvfp4 && cast<vi::Nvfp4WeightOp>(op).getFromDense() ? b_.getUnitAttr() : UnitAttr(),
-      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getViewsAttr() : cast<vi::WeightOp>(op).getViewsAttr());
+      nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getViewsAttr() : cast<vi::WeightOp>(op).getViewsAttr(),
+      !nvfp4 && cast<vi::WeightOp>(op).getAddOne() ? b_.getUnitAttr() : UnitAttr());
   for (Value r : op->getResults())
     buffers_[r] = w;
   return success();
@@ -280,10 +289,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
           operands.push_back(buffer(r.getQWeight()));
           operands.push_back(buffer(r.getKWeight()));
         }
-        launch(op, "QkNormRope", operands,
-               {i64("num_heads", r.getNumHeads()), i64("num_kv_heads", r.getNumKvHeads()),
-                i64("head_dim", r.getHeadDim()), f32("eps", r.getEps().convertToFloat()),
-                f32("rope_theta", r.getTheta().convertToFloat())});
+        SmallVector<NamedAttribute> params = {
+            i64("num_heads", r.getNumHeads()), i64("num_kv_heads", r.getNumKvHeads()),
+            i64("head_dim", r.getHeadDim()), f32("eps", r.getEps().convertToFloat()),
+            f32("rope_theta", r.getTheta().convertToFloat())};
+        if (auto rotary = r.getRotaryDim())
+          params.push_back(i64("rotary_dim", *rotary));
+        launch(op, "QkNormRope", operands, params);
         return success();
       })
       .Case<vi::AttentionOp>([&](vi::AttentionOp a) {
@@ -303,13 +315,45 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         Value state = b_.create<vx::StateOp>(
             loc(), vx::BufferType::get(ctx()), b_.getStringAttr("ema"), e.getLayerAttr(),
             TypeAttr::get(b_.getF32Type()), b_.getI64IntegerAttr(dim * 4));
-        if (!stateSlots_)
-          stateSlots_ = b_.create<vx::InputOp>(loc(), vx::BufferType::get(ctx()),
-                                               b_.getStringAttr("state_slots"));
         launch(op, "EmaScan",
                {buffer(e.getX()), buffer(e.getDecay()), state, seqStarts_, contextLens_,
-                stateSlots_, out},
+                stateSlots(), out},
                {i64("dim", dim), i64("layer", e.getLayerAttr().getInt())});
+        return success();
+      })
+      .Case<vi::CausalConv1dOp>([&](vi::CausalConv1dOp c) {
+        Value out = resultBuffer(c.getResult(), name);
+        auto w = ranked(c.getWeight()).getShape();
+        const int64_t dim = w[0], kernel = w[1];
+        // Each sequence's last K - 1 inputs, in the activation dtype.
+        Value state = b_.create<vx::StateOp>(
+            loc(), vx::BufferType::get(ctx()), b_.getStringAttr("conv"), c.getLayerAttr(),
+            TypeAttr::get(b_.getF16Type()), b_.getI64IntegerAttr((kernel - 1) * dim * 2));
+        launch(op, "CausalConv1d",
+               {buffer(c.getX()), buffer(c.getWeight()), state, seqStarts_, contextLens_,
+                stateSlots(), out},
+               {i64("dim", dim), i64("kernel", kernel), i64("layer", c.getLayer())});
+        return success();
+      })
+      .Case<vi::GatedDeltaRuleOp>([&](vi::GatedDeltaRuleOp g) {
+        Value out = resultBuffer(g.getResult(), name);
+        const int64_t bytes = g.getValueHeads() * g.getKeyDim() * g.getValueDim() * 4;
+        Value state = b_.create<vx::StateOp>(
+            loc(), vx::BufferType::get(ctx()), b_.getStringAttr("gdn"), g.getLayerAttr(),
+            TypeAttr::get(b_.getF32Type()), b_.getI64IntegerAttr(bytes));
+        launch(op, "GatedDeltaRule",
+               {buffer(g.getQkv()), buffer(g.getGates()), buffer(g.getZ()), buffer(g.getALog()),
+                buffer(g.getDtBias()), buffer(g.getNormWeight()), state, seqStarts_,
+                contextLens_, stateSlots(), out},
+               {i64("key_heads", g.getKeyHeads()), i64("value_heads", g.getValueHeads()),
+                i64("key_dim", g.getKeyDim()), i64("value_dim", g.getValueDim()),
+                f32("eps", g.getEps().convertToFloat()), i64("layer", g.getLayer())});
+        return success();
+      })
+      .Case<vi::SigmoidMulOp>([&](vi::SigmoidMulOp m) {
+        Value out = resultBuffer(m.getResult(), name);
+        launch(op, "SigmoidMul", {buffer(m.getX()), buffer(m.getGate()), out},
+               {i64("dim", ranked(m.getResult()).getShape().back())});
         return success();
       })
       .Case<vi::SiluMulOp>([&](vi::SiluMulOp s) {

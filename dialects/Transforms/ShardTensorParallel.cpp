@@ -123,7 +123,7 @@ struct ShardTensorParallelPass : volt::impl::ShardTensorParallelBase<ShardTensor
                                                      : cast<Nvfp4WeightOp>(def).getViews();
         if (views)
           for (size_t i = p; i < views->size() / 5; i += partRows.size())
-            if ((*views)[5 * i + 3] % s.parts != 0)
+            if ((*views)[5 * i + 3] > 1 && (*views)[5 * i + 3] % s.parts != 0)
               return user->emitOpError()
                      << "cannot split part " << p << " of its " << what << ", read in "
                      << (*views)[5 * i + 3] << " runs of its tensor, over " << s.parts
@@ -169,7 +169,7 @@ struct ShardTensorParallelPass : volt::impl::ShardTensorParallelBase<ShardTensor
   Role roleOf(Operation *gemm) {
     Value x = gemm->getOperand(0);
     Operation *producer = x.getDefiningOp();
-    if (producer && isa<AttentionOp, SiluMulOp>(producer))
+    if (producer && isa<AttentionOp, SiluMulOp, GatedDeltaRuleOp, SigmoidMulOp>(producer))
       return Role::RowParallel;
     if (auto q = dyn_cast_or_null<QLinearOp>(producer); q && q.getEpilogue())
       return Role::RowParallel;
@@ -181,6 +181,12 @@ struct ShardTensorParallelPass : volt::impl::ShardTensorParallelBase<ShardTensor
       if (isa<QkNormOp, RopeOp, QkNormRopeOp, AttentionOp>(user))
         return Role::Qkv;
       if (isa<SiluMulOp>(user))
+        return Role::ColumnParallel;
+      // Linear attention's q|k|v (into the conv), z and b|a (into the rule),
+      // and gated attention's gate: split with the heads, each part by tp.
+      if (isa<CausalConv1dOp, GatedDeltaRuleOp>(user))
+        return Role::ColumnParallel;
+      if (auto g = dyn_cast<SigmoidMulOp>(user); g && g.getGate() == gemm->getResult(0))
         return Role::ColumnParallel;
       if (isa<MoeRouterOp>(user))
         return Role::Replicated;
@@ -334,6 +340,26 @@ struct ShardTensorParallelPass : volt::impl::ShardTensorParallelBase<ShardTensor
             failed(shardWeight(op, moe.getDownPacked(), {{-1, tp, 1}}, "expert down weights")))
           return signalPassFailure();
         partial.insert(moe.getResult());
+      } else if (auto conv = dyn_cast<CausalConv1dOp>(op)) {
+        if (failed(shardWeight(op, conv.getWeight(), {{-2, tp, 1}}, "conv weight")))
+          return signalPassFailure();
+        Value r = conv.getResult();
+        r.setType(withLastDim(r, ranked(r).getShape().back() / tp));
+      } else if (auto g = dyn_cast<GatedDeltaRuleOp>(op)) {
+        if (auto why = volt::sharding::linearHeadsError(g.getKeyHeads(), tp)) {
+          g.emitOpError() << *why;
+          return signalPassFailure();
+        }
+        if (failed(shardWeight(op, g.getALog(), {{-1, tp, 1}}, "A_log")) ||
+            failed(shardWeight(op, g.getDtBias(), {{-1, tp, 1}}, "dt_bias")))
+          return signalPassFailure();
+        g.setKeyHeads(g.getKeyHeads() / tp);
+        g.setValueHeads(g.getValueHeads() / tp);
+        Value r = g.getResult();
+        r.setType(withLastDim(r, ranked(r).getShape().back() / tp));
+      } else if (auto m = dyn_cast<SigmoidMulOp>(op)) {
+        Value r = m.getResult();
+        r.setType(withLastDim(r, ranked(m.getX()).getShape().back()));
       } else if (auto silu = dyn_cast<SiluMulOp>(op)) {
         Value r = silu.getResult();
         r.setType(withLastDim(r, ranked(silu.getX()).getShape().back() / 2));

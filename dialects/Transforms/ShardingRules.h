@@ -15,7 +15,10 @@
 //                                               residual add
 //   column        gate|up, expert gate|up       output rows split along the width
 //   replicated    router, shared_expert_gate,   whole on every rank
-//                 norms, recurrent mixers
+//                 norms, EMA mixers
+//   linear heads  Gated DeltaNet q|k|v, z,      split by key heads (each rank's value
+//                 b|a, conv, A_log, dt_bias     heads are those its key heads serve);
+//                                               out_proj row-parallel
 //   vocab         embed_tokens, lm_head         rows split (vocab-parallel) when the
 //                                               ranks divide the vocabulary, completed
 //                                               by an all-reduce (embedding) or an
@@ -90,6 +93,21 @@ inline std::optional<std::string> widthError(const std::string &field, int64_t w
            " into slices of " + std::to_string(width / tp) +
            ", which are not whole 16-element NVFP4 blocks; use a smaller tensor_parallel_size";
   return std::nullopt;
+}
+
+/// Why `keyHeads` linear-attention key heads cannot split over `tp` ranks
+/// (each rank holds whole key heads and the value heads they serve);
+/// nullopt when they can.
+inline std::optional<std::string> linearHeadsError(int64_t keyHeads, int64_t tp) {
+  if (keyHeads % tp == 0)
+    return std::nullopt;
+  std::string works;
+  for (int s : kTensorParallelSizes)
+    if (keyHeads % s == 0)
+      works += (works.empty() ? "" : ", ") + std::to_string(s);
+  return "tensor_parallel_size " + std::to_string(tp) + " does not divide linear_num_key_heads " +
+         std::to_string(keyHeads) + "; each rank must hold whole key heads (sizes that work: " +
+         works + ")";
 }
 
 } // namespace volt::sharding

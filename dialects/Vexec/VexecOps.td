@@ -79,7 +79,8 @@ def Vexec_WeightOp : Vexec_Op<"weight", [Pure]> {
     (`shards`), converted to `dtype` in `layout` (dense or Nvfp4RowMajor),
     with its NVFP4 `global_scales`. `shape` is this rank's logical shape.
     With `from_dense`, NVFP4 entries are quantized from dense tensors.
-    `views`: which rows of its tensor each name is, as on `volt.weight`.
+    `views`: which rows of its tensor each name is, as on `volt.weight`;
+    `add_one`: the entry holds 1 + the checkpoint's values.
 
     ```mlir
     %w = vexec.weight {name = "model.layers.0.self_attn.qkv", names = ["q", "k", "v"],
@@ -93,7 +94,7 @@ def Vexec_WeightOp : Vexec_Op<"weight", [Pure]> {
                        DefaultValuedAttr<I64Attr, "0">:$experts,
                        OptionalAttr<DenseF32ArrayAttr>:$global_scales,
                        OptionalAttr<ArrayAttr>:$shards, UnitAttr:$from_dense,
-                       OptionalAttr<DenseI64ArrayAttr>:$views);
+                       OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one);
   let results = (outs Vexec_BufferType:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
   let hasVerifier = 1;

@@ -304,14 +304,25 @@ LogicalResult QkNormOp::verify() {
   return success();
 }
 
+/// rotary_dim, when given: even, positive, at most head_dim.
+static LogicalResult verifyRotaryDim(Operation *op, std::optional<int64_t> rotary,
+                                     int64_t headDim) {
+  if (rotary && (*rotary <= 0 || *rotary % 2 != 0 || *rotary > headDim))
+    return op->emitOpError() << "rotary_dim " << *rotary
+                             << " must be even, positive and at most head_dim " << headDim;
+  return success();
+}
+
 LogicalResult RopeOp::verify() {
-  if (failed(expectRank(*this, getPositions(), 1, "positions")))
+  if (failed(expectRank(*this, getPositions(), 1, "positions")) ||
+      failed(verifyRotaryDim(*this, getRotaryDim(), getHeadDim())))
     return failure();
   return verifyHeads(*this, getQkv(), getNumHeads(), getNumKvHeads(), getHeadDim());
 }
 
 LogicalResult QkNormRopeOp::verify() {
-  if (failed(expectRank(*this, getPositions(), 1, "positions")))
+  if (failed(expectRank(*this, getPositions(), 1, "positions")) ||
+      failed(verifyRotaryDim(*this, getRotaryDim(), getHeadDim())))
     return failure();
   if (static_cast<bool>(getQWeight()) != static_cast<bool>(getKWeight()))
     return emitOpError() << "needs both q and k norm weights, or neither";
@@ -340,6 +351,48 @@ LogicalResult EmaScanOp::verify() {
   if (getLayerAttr().getInt() < 0)
     return emitOpError() << "layer must be non-negative";
   return expectActivation(*this, getResult(), dim, "result");
+}
+
+LogicalResult CausalConv1dOp::verify() {
+  if (failed(expectRank(*this, getX(), 2, "x")) ||
+      failed(expectRank(*this, getWeight(), 2, "weight")))
+    return failure();
+  const int64_t dim = lastDim(getX());
+  auto w = ranked(getWeight()).getShape();
+  if (!ShapedType::isDynamic(dim) && w[0] != dim)
+    return emitOpError() << "weight has " << w[0] << " channels for " << dim;
+  if (w[1] < 2)
+    return emitOpError() << "the kernel must be at least 2 wide, found " << w[1];
+  if (getLayer() < 0)
+    return emitOpError() << "layer must be non-negative";
+  return expectActivation(*this, getResult(), dim, "result");
+}
+
+LogicalResult GatedDeltaRuleOp::verify() {
+  const int64_t hk = getKeyHeads(), hv = getValueHeads(), dk = getKeyDim(), dv = getValueDim();
+  if (hk <= 0 || hv <= 0 || dk <= 0 || dv <= 0 || hv % hk != 0)
+    return emitOpError() << "needs positive heads and dims with value_heads a multiple of "
+                            "key_heads, found "
+                         << hk << " key heads, " << hv << " value heads, dims " << dk << " and "
+                         << dv;
+  if (failed(expectActivation(*this, getQkv(), 2 * hk * dk + hv * dv, "qkv")) ||
+      failed(expectActivation(*this, getGates(), 2 * hv, "gates")) ||
+      failed(expectActivation(*this, getZ(), hv * dv, "z")))
+    return failure();
+  for (auto [v, n, what] : {std::tuple{getALog(), hv, "a_log"}, std::tuple{getDtBias(), hv, "dt_bias"},
+                            std::tuple{getNormWeight(), dv, "norm_weight"}})
+    if (failed(expectRank(*this, v, 1, what)) || lastDim(v) != n)
+      return emitOpError() << what << " must have " << n << " elements";
+  if (getLayer() < 0)
+    return emitOpError() << "layer must be non-negative";
+  return expectActivation(*this, getResult(), hv * dv, "result");
+}
+
+LogicalResult SigmoidMulOp::verify() {
+  auto shape = ranked(getX()).getShape();
+  if (ranked(getGate()).getShape() != shape || ranked(getResult()).getShape() != shape)
+    return emitOpError() << "input, gate and result must have one shape";
+  return success();
 }
 
 LogicalResult MoeRouterOp::verify() {

@@ -38,6 +38,9 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
     numbers per name: expert, offset, stride, groups, tensor_rows; see
     `RowView` in compiler/pack/WeightPacker.h): for checkpoints that keep
     several parts in one tensor (`in_proj_qkv`, `gate_up_proj`).
+    With `add_one`, the weight is 1 + the checkpoint's values (a norm
+    stored zero-centred, x̂ · (1 + w): Qwen3-Next, Qwen3.5), the sum taken in
+    FP32 when the weights are packed.
 
     ```mlir
     %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>}
@@ -48,7 +51,7 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
                        DefaultValuedAttr<I64Attr, "0">:$experts,
                        OptionalAttr<F32Attr>:$max_abs,
                        OptionalAttr<ArrayAttr>:$shards,
-                       OptionalAttr<DenseI64ArrayAttr>:$views);
+                       OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -261,7 +264,9 @@ def Volt_RopeOp : Volt_Op<"rope", [Pure]> {
   let summary = "Rotate-half rotary position embedding of the q and k heads.";
   let description = [{
     For each q and k head of each token at position p, element pairs
-    (i, i + head_dim / 2) are rotated by p · theta^(-2i / head_dim).
+    (i, i + R / 2) are rotated by p · theta^(-2i / R), R = `rotary_dim`
+    (default head_dim; partial RoPE rotates the first R dims and passes the
+    rest through).
 
     ```mlir
     %r = volt.rope %qkv, %positions {num_heads = 4 : i64, num_kv_heads = 2 : i64,
@@ -270,7 +275,8 @@ def Volt_RopeOp : Volt_Op<"rope", [Pure]> {
     ```
   }];
   let arguments = (ins Volt_FloatTensor:$qkv, Volt_IdTensor:$positions, I64Attr:$num_heads,
-                       I64Attr:$num_kv_heads, I64Attr:$head_dim, F32Attr:$theta);
+                       I64Attr:$num_kv_heads, I64Attr:$head_dim, F32Attr:$theta,
+                       OptionalAttr<I64Attr>:$rotary_dim);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "$qkv `,` $positions attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -280,7 +286,7 @@ def Volt_QkNormRopeOp : Volt_Op<"qk_norm_rope", [Pure, AttrSizedOperandSegments]
   let summary = "QK-norm (when weights are given) and RoPE in one pass.";
   let description = [{
     The fusion of `volt.qk_norm` and `volt.rope`; without norm weights, RoPE
-    alone.
+    alone. `rotary_dim` as for `volt.rope`.
 
     ```mlir
     %r = volt.qk_norm_rope %qkv, %positions, %qw, %kw {num_heads = 4 : i64,
@@ -292,7 +298,7 @@ def Volt_QkNormRopeOp : Volt_Op<"qk_norm_rope", [Pure, AttrSizedOperandSegments]
   let arguments = (ins Volt_FloatTensor:$qkv, Volt_IdTensor:$positions,
                        Optional<Volt_FloatTensor>:$q_weight, Optional<Volt_FloatTensor>:$k_weight,
                        I64Attr:$num_heads, I64Attr:$num_kv_heads, I64Attr:$head_dim,
-                       F32Attr:$eps, F32Attr:$theta);
+                       F32Attr:$eps, F32Attr:$theta, OptionalAttr<I64Attr>:$rotary_dim);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = [{
     $qkv `,` $positions (`,` $q_weight^)? (`,` $k_weight^)? attr-dict `:` functional-type(operands, results)
@@ -340,6 +346,71 @@ def Volt_EmaScanOp : Volt_Op<"ema_scan", [MemoryEffects<[MemRead, MemWrite]>]> {
                        Volt_AttentionMetadataType:$metadata, I64Attr:$layer);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "$x `,` $decay `,` $metadata attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Volt_CausalConv1dOp : Volt_Op<"causal_conv1d", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Gated DeltaNet's depthwise causal convolution over q|k|v, then SiLU.";
+  let description = [{
+    result[t, c] = silu(Σ_j weight[c, j] · x[t − K + 1 + j, c]) over each
+    sequence's inputs, K = the weight's width; the last K − 1 inputs of a
+    sequence are kept between steps (layer `layer`'s conv state, a slot per
+    sequence; a sequence starting at position 0 starts from zeros).
+    runtime/cpu/GatedDeltaNet.h is the arithmetic.
+
+    ```mlir
+    %c = volt.causal_conv1d %qkv, %w, %attn {layer = 0 : i64}
+        : (tensor<?x96xf16>, tensor<96x4xf16>, !volt.attention_metadata) -> tensor<?x96xf16>
+    ```
+  }];
+  let arguments = (ins Volt_FloatTensor:$x, Volt_FloatTensor:$weight,
+                       Volt_AttentionMetadataType:$metadata, I64Attr:$layer);
+  let results = (outs Volt_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $weight `,` $metadata attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Volt_GatedDeltaRuleOp : Volt_Op<"gated_delta_rule", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "The gated delta rule over each sequence, with state, and its gated norm.";
+  let description = [{
+    Per value head, token by token: q, k L2-normalised (q scaled by
+    1/√key_dim), key heads repeated to value heads; β = sigmoid(b),
+    g = −exp(a_log) · softplus(a + dt_bias) with [b | a] = `gates`;
+    S ← e^g S; S ← S + k ⊗ β(v − Sᵀk); o = Sᵀq; result = norm · rms(o) ·
+    silu(z) per head. S ([key_dim, value_dim] FP32 per value head) is layer
+    `layer`'s recurrent state, a slot per sequence. `qkv` is the conv's
+    output [q | k | v]. runtime/cpu/GatedDeltaNet.h is the arithmetic.
+
+    ```mlir
+    %o = volt.gated_delta_rule %c, %ba, %z, %alog, %dtb, %nw, %attn {layer = 0 : i64,
+        key_heads = 4 : i64, value_heads = 8 : i64, key_dim = 16 : i64, value_dim = 8 : i64,
+        eps = 1.0e-06 : f32}
+        : (tensor<?x192xf16>, tensor<?x16xf16>, tensor<?x64xf16>, tensor<8xf32>, tensor<8xf32>,
+           tensor<8xf16>, !volt.attention_metadata) -> tensor<?x64xf16>
+    ```
+  }];
+  let arguments = (ins Volt_FloatTensor:$qkv, Volt_FloatTensor:$gates, Volt_FloatTensor:$z,
+                       Volt_FloatTensor:$a_log, Volt_FloatTensor:$dt_bias,
+                       Volt_FloatTensor:$norm_weight, Volt_AttentionMetadataType:$metadata,
+                       I64Attr:$layer, I64Attr:$key_heads, I64Attr:$value_heads,
+                       I64Attr:$key_dim, I64Attr:$value_dim, F32Attr:$eps);
+  let results = (outs Volt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $qkv `,` $gates `,` $z `,` $a_log `,` $dt_bias `,` $norm_weight `,` $metadata attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Volt_SigmoidMulOp : Volt_Op<"sigmoid_mul", [Pure]> {
+  let summary = "x · sigmoid(gate), elementwise: gated attention's output gate.";
+  let description = [{
+    ```mlir
+    %y = volt.sigmoid_mul %o, %g : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x64xf16>
+    ```
+  }];
+  let arguments = (ins Volt_FloatTensor:$x, Volt_FloatTensor:$gate);
+  let results = (outs Volt_FloatTensor:$result);
+  let assemblyFormat = "$x `,` $gate attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

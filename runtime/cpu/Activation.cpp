@@ -47,4 +47,17 @@ void sigmoidGateAdd(const SigmoidGateAddParams &params, uint16_t *out, const uin
       });
 }
 
+void sigmoidMul(const SigmoidMulParams &params, const uint16_t *in, const uint16_t *gate,
+                uint16_t *out, ThreadPool &pool) {
+  const int64_t dim = params.dim;
+  assert(dim > 0 && params.rows >= 0);
+  pool.parallelFor(params.rows, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t i = 0; i < dim; ++i) {
+        const float x = halfToFloat(in[r * dim + i]), g = halfToFloat(gate[r * dim + i]);
+        out[r * dim + i] = floatToHalf(x * (1.0f / (1.0f + std::exp(-g))));
+      }
+  });
+}
+
 } // namespace volt::cpu

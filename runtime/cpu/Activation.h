@@ -1,6 +1,6 @@
 //===- Activation.h - SiluMul and SigmoidGateAdd -----------------*- C++ -*-===//
 //
-// OpKind SiluMul and SigmoidGateAdd of runtime/schema/plan.fbs: elementwise,
+// OpKind SiluMul, SigmoidGateAdd and SigmoidMul of runtime/schema/Ops.def: elementwise,
 // FP32 arithmetic between FP16 loads and one FP16 store.
 //
 //===----------------------------------------------------------------------===//
@@ -37,5 +37,15 @@ struct SigmoidGateAddParams {
 /// in FP32. `out` FP16 [T, H] in/out, `value` FP16 [T, H], `gate` [T, 1].
 void sigmoidGateAdd(const SigmoidGateAddParams &params, uint16_t *out, const uint16_t *value,
                     const void *gate, ThreadPool &pool);
+
+struct SigmoidMulParams {
+  int64_t rows = 0;
+  int64_t dim = 0;
+};
+
+/// out[r, i] = fp16(x * (1 / (1 + exp(-g)))) with x = in[r, i],
+/// g = gate[r, i], in FP32. All FP16 [n, dim]; `out` may be `in`.
+void sigmoidMul(const SigmoidMulParams &params, const uint16_t *in, const uint16_t *gate,
+                uint16_t *out, ThreadPool &pool);
 
 } // namespace volt::cpu

@@ -89,12 +89,13 @@ void gatedDeltaRule(const GatedDeltaRuleParams &p, const uint16_t *qkv, const ui
   const int64_t rep = Hv / Hk;
   const int64_t width = 2 * Hk * dk + Hv * dv, headState = dk * dv;
   const float qScale = 1.0f / std::sqrt(static_cast<float>(dk));
+  const int64_t block = std::min<int64_t>(kKeyBlock, dk);
   // One task per (sequence, value head): each head's state is its own.
   pool.parallelFor(p.seqs * Hv, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> S(static_cast<size_t>(headState));
     std::vector<float> q(static_cast<size_t>(dk)), k(static_cast<size_t>(dk));
     std::vector<float> delta(static_cast<size_t>(dv)), o(static_cast<size_t>(dv));
-    std::vector<float> w(static_cast<size_t>(dv));
+    std::vector<float> w(static_cast<size_t>(dv)), part(static_cast<size_t>(dv));
     for (int64_t j = 0; j < dv; ++j)
       w[static_cast<size_t>(j)] = halfToFloat(normWeight[j]);
     for (int64_t task = begin; task < end; ++task) {
@@ -121,28 +122,41 @@ void gatedDeltaRule(const GatedDeltaRuleParams &p, const uint16_t *qkv, const ui
         const float decay = std::exp(A * softplus(a + bias));
         for (int64_t i = 0; i < headState; ++i)
           S[static_cast<size_t>(i)] *= decay;
-        // delta = beta * (v - S^T k).
+        // delta = beta * (v - S^T k), the sum over the key index in blocks
+        // of kKeyBlock, the blocks' sums added in order (the kernel's split).
         for (int64_t j = 0; j < dv; ++j)
           delta[static_cast<size_t>(j)] = 0.0f;
-        for (int64_t i = 0; i < dk; ++i) {
-          const float ki = k[static_cast<size_t>(i)];
-          const float *Si = S.data() + i * dv;
+        for (int64_t i0 = 0; i0 < dk; i0 += block) {
           for (int64_t j = 0; j < dv; ++j)
-            delta[static_cast<size_t>(j)] += Si[j] * ki;
+            part[static_cast<size_t>(j)] = 0.0f;
+          for (int64_t i = i0; i < i0 + block; ++i) {
+            const float ki = k[static_cast<size_t>(i)];
+            const float *Si = S.data() + i * dv;
+            for (int64_t j = 0; j < dv; ++j)
+              part[static_cast<size_t>(j)] += Si[j] * ki;
+          }
+          for (int64_t j = 0; j < dv; ++j)
+            delta[static_cast<size_t>(j)] += part[static_cast<size_t>(j)];
         }
         for (int64_t j = 0; j < dv; ++j)
           delta[static_cast<size_t>(j)] =
               (halfToFloat(v[j]) - delta[static_cast<size_t>(j)]) * beta;
-        // S += k (x) delta; o = S^T q.
+        // S += k (x) delta; o = S^T q, summed in the same blocks.
         for (int64_t j = 0; j < dv; ++j)
           o[static_cast<size_t>(j)] = 0.0f;
-        for (int64_t i = 0; i < dk; ++i) {
-          const float ki = k[static_cast<size_t>(i)], qi = q[static_cast<size_t>(i)];
-          float *Si = S.data() + i * dv;
-          for (int64_t j = 0; j < dv; ++j) {
-            Si[j] += ki * delta[static_cast<size_t>(j)];
-            o[static_cast<size_t>(j)] += Si[j] * qi;
+        for (int64_t i0 = 0; i0 < dk; i0 += block) {
+          for (int64_t j = 0; j < dv; ++j)
+            part[static_cast<size_t>(j)] = 0.0f;
+          for (int64_t i = i0; i < i0 + block; ++i) {
+            const float ki = k[static_cast<size_t>(i)], qi = q[static_cast<size_t>(i)];
+            float *Si = S.data() + i * dv;
+            for (int64_t j = 0; j < dv; ++j) {
+              Si[j] += ki * delta[static_cast<size_t>(j)];
+              part[static_cast<size_t>(j)] += Si[j] * qi;
+            }
           }
+          for (int64_t j = 0; j < dv; ++j)
+            o[static_cast<size_t>(j)] += part[static_cast<size_t>(j)];
         }
         // The gated RMSNorm over the head's dv outputs.
         float sum = 0.0f;

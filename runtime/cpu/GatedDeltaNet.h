@@ -49,6 +49,11 @@ void causalConv1d(const CausalConv1dParams &params, const uint16_t *in, const ui
                   uint16_t *state, const int32_t *seqStarts, const int32_t *contextLens,
                   const int32_t *stateSlots, uint16_t *out, ThreadPool &pool);
 
+/// The sums over the key index (S^T k, S^T q) run in blocks of this many
+/// keys (or all dk when fewer), the blocks' sums added in order: the GPU
+/// kernel splits a state column over threads so.
+inline constexpr int64_t kKeyBlock = 32;
+
 struct GatedDeltaRuleParams {
   int64_t tokens = 0, seqs = 0;
   /// Hk, Hv (Hv a multiple of Hk), dk, dv on a rank.
@@ -65,9 +70,10 @@ struct GatedDeltaRuleParams {
 ///     b = gates[t, h], a = gates[t, Hv + h], softplus(x) = x past 20,
 ///   S = exp(g) * S;  S = S + k (x) beta * (v - S^T k);  o = S^T q,
 ///   out[t, h] = fp16(normWeight * o * rsqrt(mean(o^2) + eps) * silu(z[t, h])).
-/// S [dk, dv] starts as the sequence's kept state (zero when its first token
-/// here is at position 0 or its slot is -1) and is stored back after its
-/// last token. `qkv` FP16 [T, 2 * Hk * dk + Hv * dv] laid out [q | k | v],
+/// S^T k and S^T q sum over the key index in blocks of kKeyBlock (dk a
+/// multiple of it, or at most it). S [dk, dv] starts as the sequence's
+/// kept state (zero when its first token here is at position 0 or its slot
+/// is -1) and is stored back after its last token. `qkv` FP16 [T, 2 * Hk * dk + Hv * dv] laid out [q | k | v],
 /// heads in order within each; `gates` FP16 [T, 2 * Hv] ([b | a]); `z` and
 /// `out` FP16 [T, Hv * dv]; `aLog`, `dtBias` FP32 [Hv]; `normWeight` FP16
 /// [dv]; `state` FP32 [slots, Hv, dk, dv].

@@ -8,11 +8,12 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/cpu/Activation.h"   // SiluMul, SigmoidGateAdd
+#include "runtime/cpu/Activation.h"   // SiluMul, SigmoidGateAdd, SigmoidMul
 #include "runtime/cpu/Attention.h"    // Attention
 #include "runtime/cpu/Communicator.h" // AllReduce, AllGather
 #include "runtime/cpu/Ema.h"          // EmaScan
 #include "runtime/cpu/Gather.h"       // Embedding, GatherRows
+#include "runtime/cpu/GatedDeltaNet.h" // CausalConv1d, GatedDeltaRule
 #include "runtime/cpu/Linear.h"       // Linear, QLinear
 #include "runtime/cpu/Moe.h"          // MoeRouter, MoeAlign, MoeGroupedQLinear, MoeCombine
 #include "runtime/cpu/Norm.h"         // RmsNorm, AddRmsNorm

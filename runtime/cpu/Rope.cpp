@@ -32,8 +32,8 @@ void ropeCosSin(int64_t position, const std::vector<float> &invFreq, float *cos,
 namespace {
 
 /// Normalises (when weight is given) and rotates one head in place.
-void transformHead(uint16_t *head, int64_t dim, const float *weight, float eps, const float *cos,
-                   const float *sin, float *x) {
+void transformHead(uint16_t *head, int64_t dim, int64_t rotary, const float *weight, float eps,
+                   const float *cos, const float *sin, float *x) {
   detail::halfToFloat(head, x, dim);
   if (weight) {
     float meanSquare = detail::sumSquares(x, dim) / static_cast<float>(dim);
@@ -41,12 +41,14 @@ void transformHead(uint16_t *head, int64_t dim, const float *weight, float eps, 
     for (int64_t i = 0; i < dim; ++i)
       x[i] = x[i] * inverse * weight[i];
   }
-  int64_t half = dim / 2;
+  int64_t half = rotary / 2;
   for (int64_t i = 0; i < half; ++i) {
     float x1 = x[i], x2 = x[i + half];
     head[i] = floatToHalf(x1 * cos[i] - x2 * sin[i]);
     head[i + half] = floatToHalf(x2 * cos[i] + x1 * sin[i]);
   }
+  for (int64_t i = rotary; i < dim; ++i)
+    head[i] = floatToHalf(x[i]);
 }
 
 } // namespace
@@ -56,7 +58,9 @@ void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *po
   const int64_t dim = params.headDim;
   assert(dim > 0 && dim % 2 == 0 && params.numHeads > 0 && params.numKvHeads > 0);
   const int64_t rowElems = (params.numHeads + 2 * params.numKvHeads) * dim;
-  std::vector<float> inv = ropeInverseFrequencies(dim, params.ropeTheta);
+  const int64_t rotary = params.rotaryDim > 0 ? params.rotaryDim : dim;
+  assert(rotary % 2 == 0 && rotary <= dim);
+  std::vector<float> inv = ropeInverseFrequencies(rotary, params.ropeTheta);
   std::vector<float> qWeight, kWeight;
   if (qNorm) {
     qWeight.resize(static_cast<size_t>(dim));
@@ -67,7 +71,7 @@ void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *po
     detail::halfToFloat(kNorm, kWeight.data(), dim);
   }
   pool.parallelFor(params.tokens, 4, [&](int64_t begin, int64_t end) {
-    std::vector<float> cos(static_cast<size_t>(dim / 2)), sin(cos.size()),
+    std::vector<float> cos(static_cast<size_t>(rotary / 2)), sin(cos.size()),
         x(static_cast<size_t>(dim));
     for (int64_t t = begin; t < end; ++t) {
       assert(positions[t] >= 0);
@@ -77,7 +81,8 @@ void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *po
         bool isQ = h < params.numHeads;
         const float *w =
             isQ ? (qNorm ? qWeight.data() : nullptr) : (kNorm ? kWeight.data() : nullptr);
-        transformHead(row + h * dim, dim, w, params.eps, cos.data(), sin.data(), x.data());
+        transformHead(row + h * dim, dim, rotary, w, params.eps, cos.data(), sin.data(),
+                      x.data());
       }
     }
   });

@@ -35,14 +35,18 @@ struct QkNormRopeParams {
   float ropeTheta = 10000.0f;
   /// Epsilon of the per-head RMSNorm.
   float eps = 1e-6f;
+  /// R: the leading dims of each head RoPE rotates (even; 0: all D). The
+  /// angles are those of a head of R dims (ropeInverseFrequencies(R)).
+  int64_t rotaryDim = 0;
 };
 
 /// In place on qkv FP16 [T, (Hq + 2 Hkv) * D] (q heads, then k, then v;
 /// v is left alone). For each q and k head x[D] of token t, in FP32:
 /// when a norm weight is given, x = x * (1 / sqrt(sum(x^2) / D + eps)) * w;
-/// then rotate-half (NeoX) RoPE at positions[t] with c, s from ropeCosSin:
-/// y[i] = x[i] * c[i] - x[i + D/2] * s[i], y[i + D/2] = x[i + D/2] * c[i] +
-/// x[i] * s[i], rounded to FP16 once. qNorm and kNorm are FP16 [D] or null.
+/// then rotate-half (NeoX) RoPE at positions[t] with c, s from ropeCosSin
+/// over the first R dims: y[i] = x[i] * c[i] - x[i + R/2] * s[i],
+/// y[i + R/2] = x[i + R/2] * c[i] + x[i] * s[i] for i < R/2, y[i] = x[i]
+/// for i >= R; rounded to FP16 once. qNorm and kNorm are FP16 [D] or null.
 void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *positions,
                 const uint16_t *qNorm, const uint16_t *kNorm, ThreadPool &pool);
 

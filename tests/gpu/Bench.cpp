@@ -147,6 +147,67 @@ void benchAttention(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &
   }
 }
 
+/// Gated DeltaNet decode: S sequences of one token each, every state slot
+/// read and written once; GB/s counts the state bytes (the inputs and the
+/// output are 1/100 of them).
+void benchGatedDeltaRule(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &launches,
+                         KernelRegistry &registry, double copyGbps, int repeats) {
+  const codegen::OpInfo &op = c.op.op;
+  const plan::GatedDeltaRuleParamsT &p = *op.params.AsGatedDeltaRuleParams();
+  const int64_t hk = p.key_heads, hv = p.value_heads, dk = p.key_dim, dv = p.value_dim;
+  for (int seqs : {1, 8, 64}) {
+    const PlannedLaunch *launch = launchFor(launches, seqs);
+    if (!launch)
+      continue;
+    std::vector<int32_t> starts(static_cast<size_t>(seqs + 1)), contexts(static_cast<size_t>(seqs)),
+        slots(static_cast<size_t>(seqs));
+    for (int s = 0; s < seqs; ++s) {
+      starts[static_cast<size_t>(s + 1)] = s + 1;
+      contexts[static_cast<size_t>(s)] = 100; // continuing: the state is read
+      slots[static_cast<size_t>(s)] = s;
+    }
+    const size_t stateBytes = static_cast<size_t>(seqs * hv * dk * dv * 4);
+    Bindings bindings;
+    std::vector<DeviceBuffer> buffers;
+    auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
+      auto b = g.allocate(bytes);
+      if (!b)
+        return false;
+      buffers.push_back(*b);
+      if (data ? !g.upload(*b, data, bytes).ok() : !g.fill(*b, 0x11).ok())
+        return false;
+      bindings.bind(o, *b);
+      return true;
+    };
+    const bool ok =
+        device(op.operands[0], static_cast<size_t>(seqs * (2 * hk * dk + hv * dv) * 2), nullptr) &&
+        device(op.operands[1], static_cast<size_t>(seqs * 2 * hv * 2), nullptr) &&
+        device(op.operands[2], static_cast<size_t>(seqs * hv * dv * 2), nullptr) &&
+        device(op.operands[3], static_cast<size_t>(hv * 4), nullptr) &&
+        device(op.operands[4], static_cast<size_t>(hv * 4), nullptr) &&
+        device(op.operands[5], static_cast<size_t>(dv * 2), nullptr) &&
+        device(op.operands[6], stateBytes, nullptr) &&
+        device(op.operands[7], starts.size() * 4, starts.data()) &&
+        device(op.operands[8], contexts.size() * 4, contexts.data()) &&
+        device(op.operands[9], slots.size() * 4, slots.data()) &&
+        device(op.operands[10], static_cast<size_t>(seqs * hv * dv * 2), nullptr);
+    auto prepared = ok ? g.prepare(*launch, bindings.map(), seqs, seqs)
+                       : Result<PreparedLaunch>(Error("cannot allocate"));
+    auto ms = prepared ? g.time([&] { return g.launch(*prepared); }, repeats)
+                       : Result<float>(prepared.error());
+    for (const DeviceBuffer &b : buffers)
+      (void)g.release(b);
+    if (!ms) {
+      std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
+      continue;
+    }
+    const double gbps = 2.0 * stateBytes / (*ms * 1e-3) / 1e9;
+    std::printf("| %s decode (S = %d) | %s | %d | %.1f | %.0f | %.0f%% | - |\n", op.name.c_str(),
+                seqs, registry.requests()[launch->kernel].kernel.c_str(), seqs, *ms * 1e3, gbps,
+                copyGbps > 0 ? 100 * gbps / copyGbps : 0);
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -209,6 +270,10 @@ int main(int argc, char **argv) {
     const bool moe = op.kind == plan::OpKind::MoeGroupedQLinear;
     if (op.kind == plan::OpKind::Attention) {
       benchAttention(g, cases[c], (*planned)[c], registry, copyGbps, peakTflops, repeats);
+      continue;
+    }
+    if (op.kind == plan::OpKind::GatedDeltaRule) {
+      benchGatedDeltaRule(g, cases[c], (*planned)[c], registry, copyGbps, repeats);
       continue;
     }
     if (op.kind != plan::OpKind::QLinear && op.kind != plan::OpKind::Linear && !moe)

@@ -4,7 +4,8 @@
 // builds every kernel they need where NVRTC 11.8 is installed): the ops of
 // Qwen3-30B-A3B (tensor_parallel_size 1) and of a dense 32B model (2),
 // with the V100 variants, each at the token counts that select each variant,
-// and EmaScan; between them every step-program kernel of the registry
+// EmaScan, and the Gated DeltaNet mixer's ops and the attention output gate
+// at Qwen3.6-35B-A3B's shapes; between them every step-program kernel of the registry
 // (compiler/codegen/Kernels.def).
 //
 //===----------------------------------------------------------------------===//
@@ -91,6 +92,59 @@ inline std::vector<GpuCase> gpuCases() {
   ema.op.params.Set(params);
   ema.variants = single("ema_scan");
   cases.push_back({std::move(ema), codegen::ProgramInfo{}, {1, 8, 300}});
+
+  // The Gated DeltaNet mixer at Qwen3.6-35B-A3B's shapes (tensor_parallel_size
+  // 1: 16 key heads, 32 value heads, dk = dv = 128, conv kernel 4), and the
+  // gated attention's output gate (16 heads x head_dim 256).
+  auto cache = [] {
+    codegen::OperandInfo o;
+    o.kind = codegen::OperandKind::Cache;
+    return o;
+  };
+  auto f32Weight = [](uint32_t index, int64_t n) {
+    codegen::OperandInfo o = denseWeight(index, {n});
+    o.f32 = true;
+    return o;
+  };
+  constexpr int64_t kHk = 16, kHv = 32, kDk = 128, kDv = 128;
+  constexpr int64_t kConvDim = 2 * kHk * kDk + kHv * kDv;
+  ModelOp conv;
+  conv.op.kind = plan::OpKind::CausalConv1d;
+  conv.op.name = "linear_attn_conv1d";
+  conv.op.operands = {arena(0), denseWeight(0, {kConvDim, 4}), cache(), input(3), input(4),
+                      input(7), arena(1)};
+  plan::CausalConv1dParamsT convParams;
+  convParams.dim = kConvDim;
+  convParams.kernel = 4;
+  conv.op.params.Set(convParams);
+  conv.variants = single("causal_conv1d");
+  cases.push_back({std::move(conv), codegen::ProgramInfo{}, {1, 8, 300}});
+
+  ModelOp gdr;
+  gdr.op.kind = plan::OpKind::GatedDeltaRule;
+  gdr.op.name = "linear_attn_gated_delta_rule";
+  gdr.op.operands = {arena(0),        arena(1),        arena(2), f32Weight(0, kHv),
+                     f32Weight(1, kHv), denseWeight(2, {kDv}), cache(),  input(3),
+                     input(4),        input(7),        arena(3)};
+  plan::GatedDeltaRuleParamsT gdrParams;
+  gdrParams.key_heads = kHk;
+  gdrParams.value_heads = kHv;
+  gdrParams.key_dim = kDk;
+  gdrParams.value_dim = kDv;
+  gdrParams.eps = 1e-6f;
+  gdr.op.params.Set(gdrParams);
+  gdr.variants = single("gated_delta_rule");
+  cases.push_back({std::move(gdr), codegen::ProgramInfo{}, {1, 8, 300}});
+
+  ModelOp gate;
+  gate.op.kind = plan::OpKind::SigmoidMul;
+  gate.op.name = "self_attn_output_gate";
+  gate.op.operands = {arena(0), arena(1), arena(2)};
+  plan::SigmoidMulParamsT gateParams;
+  gateParams.dim = 16 * 256;
+  gate.op.params.Set(gateParams);
+  gate.variants = single("sigmoid_mul");
+  cases.push_back({std::move(gate), codegen::ProgramInfo{}, {1, 8, 512}});
   return cases;
 }
 

@@ -521,6 +521,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
                       : op.kind == OpKind::SigmoidGateAdd ? u.AsSigmoidGateAddParams()->dim
                       : op.kind == OpKind::GatherRows     ? u.AsGatherRowsParams()->dim
                       : op.kind == OpKind::MoeCombine     ? u.AsMoeCombineParams()->dim
+                      : op.kind == OpKind::SigmoidMul     ? u.AsSigmoidMulParams()->dim
                                                           : 0;
   auto run = [&] {
     Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, tokens);
@@ -705,6 +706,97 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     // The kernel rounds as the cpu op does (--fmad=false): bit for bit.
     EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
     EXPECT_TRUE(get<float>(*stateBuffer, wantState.size()) == wantState) << what << ": state";
+  } else if (op.kind == OpKind::CausalConv1d || op.kind == OpKind::GatedDeltaRule) {
+    // T tokens in up to four sequences: the first starts at position 0,
+    // the others continue from their slot; the fourth keeps no slot.
+    const int64_t seqs = std::min<int64_t>(tokens, 4), slots = 4;
+    std::vector<int32_t> starts(static_cast<size_t>(seqs + 1)),
+        contexts(static_cast<size_t>(seqs)), stateSlots(static_cast<size_t>(seqs));
+    for (int64_t s = 0; s < seqs; ++s) {
+      starts[static_cast<size_t>(s + 1)] = static_cast<int32_t>(tokens * (s + 1) / seqs);
+      const int32_t n = starts[static_cast<size_t>(s + 1)] - starts[static_cast<size_t>(s)];
+      contexts[static_cast<size_t>(s)] = s == 0 ? n : n + 9;
+      stateSlots[static_cast<size_t>(s)] = s == 3 ? -1 : static_cast<int32_t>(slots - 1 - s);
+    }
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    auto runSeqs = [&](int64_t n) {
+      Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, static_cast<int>(n));
+      ASSERT_TRUE(ran.ok()) << ran.message();
+    };
+    if (op.kind == OpKind::CausalConv1d) {
+      const int64_t c = u.AsCausalConv1dParams()->dim, k = u.AsCausalConv1dParams()->kernel;
+      std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(tokens * c), 2.0f),
+                            w = randomHalves(rng, static_cast<size_t>(c * k), 0.6f),
+                            state = randomHalves(rng, static_cast<size_t>(slots * (k - 1) * c));
+      std::vector<uint16_t> wantState = state, want(in.size());
+      cpu::causalConv1d({tokens, seqs, c, k}, in.data(), w.data(), wantState.data(), starts.data(),
+                        contexts.data(), stateSlots.data(), want.data(), pool);
+      ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
+      ASSERT_TRUE(put(buffers, op.operands[1], w.data(), w.size() * 2).ok());
+      auto stateBuffer = put(buffers, op.operands[2], state.data(), state.size() * 2);
+      ASSERT_TRUE(put(buffers, op.operands[3], starts.data(), starts.size() * 4).ok());
+      ASSERT_TRUE(put(buffers, op.operands[4], contexts.data(), contexts.size() * 4).ok());
+      ASSERT_TRUE(put(buffers, op.operands[5], stateSlots.data(), stateSlots.size() * 4).ok());
+      auto out = put(buffers, op.operands[6], nullptr, want.size() * 2);
+      runSeqs(seqs);
+      // The device's expf (SiLU) is not the host's: an ulp or two.
+      expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
+      // The state is inputs moved: exact.
+      EXPECT_TRUE(get<uint16_t>(*stateBuffer, wantState.size()) == wantState) << what << ": state";
+    } else {
+      const plan::GatedDeltaRuleParamsT &g = *u.AsGatedDeltaRuleParams();
+      const int64_t hk = g.key_heads, hv = g.value_heads, dk = g.key_dim, dv = g.value_dim;
+      std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens * (2 * hk * dk + hv * dv))),
+                            gates = randomHalves(rng, static_cast<size_t>(tokens * 2 * hv), 1.5f),
+                            z = randomHalves(rng, static_cast<size_t>(tokens * hv * dv)),
+                            norm = randomHalves(rng, static_cast<size_t>(dv), 0.5f);
+      std::vector<float> aLog(static_cast<size_t>(hv)), dtBias(aLog.size()),
+          state(static_cast<size_t>(slots * hv * dk * dv));
+      for (size_t h = 0; h < aLog.size(); ++h) {
+        aLog[h] = 1.5f * uni(rng) - 0.5f;
+        dtBias[h] = uni(rng);
+      }
+      for (float &x : state)
+        x = 0.2f * uni(rng);
+      std::vector<float> wantState = state;
+      std::vector<uint16_t> want(static_cast<size_t>(tokens * hv * dv));
+      cpu::gatedDeltaRule({tokens, seqs, hk, hv, dk, dv, g.eps}, qkv.data(), gates.data(), z.data(),
+                          aLog.data(), dtBias.data(), norm.data(), wantState.data(), starts.data(),
+                          contexts.data(), stateSlots.data(), want.data(), pool);
+      ASSERT_TRUE(put(buffers, op.operands[0], qkv.data(), qkv.size() * 2).ok());
+      ASSERT_TRUE(put(buffers, op.operands[1], gates.data(), gates.size() * 2).ok());
+      ASSERT_TRUE(put(buffers, op.operands[2], z.data(), z.size() * 2).ok());
+      ASSERT_TRUE(put(buffers, op.operands[3], aLog.data(), aLog.size() * 4).ok());
+      ASSERT_TRUE(put(buffers, op.operands[4], dtBias.data(), dtBias.size() * 4).ok());
+      ASSERT_TRUE(put(buffers, op.operands[5], norm.data(), norm.size() * 2).ok());
+      auto stateBuffer = put(buffers, op.operands[6], state.data(), state.size() * 4);
+      ASSERT_TRUE(put(buffers, op.operands[7], starts.data(), starts.size() * 4).ok());
+      ASSERT_TRUE(put(buffers, op.operands[8], contexts.data(), contexts.size() * 4).ok());
+      ASSERT_TRUE(put(buffers, op.operands[9], stateSlots.data(), stateSlots.size() * 4).ok());
+      auto out = put(buffers, op.operands[10], nullptr, want.size() * 2);
+      runSeqs(seqs);
+      // The emulator matches the cpu op bit for bit on the host's libm; the
+      // device's expf, log1pf and rsqrt differ by an ulp or two, which the
+      // recurrence and the gated norm carry: a few FP16 ulps of the output.
+      expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -11), what);
+      const std::vector<float> gotState = get<float>(*stateBuffer, wantState.size());
+      float largest = 0, worst = 0;
+      for (size_t i = 0; i < wantState.size(); ++i) {
+        largest = std::max(largest, std::fabs(wantState[i]));
+        worst = std::max(worst, std::fabs(gotState[i] - wantState[i]));
+      }
+      EXPECT_LE(worst, 1e-5f * largest) << what << ": state";
+    }
+  } else if (op.kind == OpKind::SigmoidMul) {
+    std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>(tokens * dim), 2.0f),
+                          g = randomHalves(rng, static_cast<size_t>(tokens * dim), 3.0f),
+                          want(static_cast<size_t>(tokens * dim));
+    cpu::sigmoidMul({tokens, dim}, x.data(), g.data(), want.data(), pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], x.data(), x.size() * 2).ok());
+    ASSERT_TRUE(put(buffers, op.operands[1], g.data(), g.size() * 2).ok());
+    auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
+    run();
+    expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
   } else {
     FAIL() << "no GPU check for " << plan::EnumNameOpKind(op.kind);
   }

@@ -15,6 +15,12 @@
 // tenth of the rows may be; a failed comparison says how close the
 // sequence's routing came to a tie.
 //
+// With recurrent state a swap does not stay in its own row: the state
+// carries it into every later token of the sequence. RouterGaps therefore
+// also keeps, per token, a digest of the experts chosen in every MoE layer
+// (the top k of the router logits each side's router read); where the two
+// sides' digests differ, the sequence's later rows are not compared.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -61,12 +67,26 @@ public:
       return; // nothing could swap
     tokens = std::min<size_t>(tokens, logits.size() / experts);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (gaps_.size() < tokens)
+    if (gaps_.size() < tokens) {
       gaps_.resize(tokens, std::numeric_limits<double>::infinity());
-    for (size_t t = 0; t < tokens; ++t)
-      gaps_[t] = std::min(gaps_[t], topKGap(logits.subspan(t * experts, experts), topK));
+      routes_.resize(tokens, 0);
+    }
+    for (size_t t = 0; t < tokens; ++t) {
+      const std::span<const float> row = logits.subspan(t * experts, experts);
+      gaps_[t] = std::min(gaps_[t], topKGap(row, topK));
+      routes_[t] += chosenDigest(row, topK);
+    }
   }
-  void clear() { gaps_.clear(); }
+  void clear() {
+    gaps_.clear();
+    routes_.clear();
+  }
+  /// Whether token `t` went to the same experts in every MoE layer here as
+  /// in `other` (the layers may have been recorded in any order, by any
+  /// number of ranks, as long as both sides had the same).
+  bool sameRoute(const RouterGaps &other, size_t t) const { return route(t) == other.route(t); }
+  /// Token `t`'s digest of its experts over the layers (0: none recorded).
+  uint64_t route(size_t t) const { return t < routes_.size() ? routes_[t] : 0; }
   /// Tokens recorded (0: no MoE layer ran since clear()).
   size_t size() const { return gaps_.size(); }
   /// The smallest gap of tokens [first, end) (infinity: none recorded).
@@ -80,8 +100,26 @@ public:
   bool onTie(size_t row, double tie = kRouterTie) const { return smallest(row, row + 1) < tie; }
 
 private:
+  /// A digest of the set of the top k of `row` (order-free: the layers'
+  /// digests are summed).
+  static uint64_t chosenDigest(std::span<const float> row, uint32_t topK) {
+    std::vector<uint32_t> ids(row.size());
+    for (uint32_t e = 0; e < ids.size(); ++e)
+      ids[e] = e;
+    std::nth_element(ids.begin(), ids.begin() + topK, ids.end(),
+                     [&](uint32_t a, uint32_t b) { return row[a] > row[b]; });
+    std::sort(ids.begin(), ids.begin() + topK);
+    uint64_t h = 1469598103934665603ull; // FNV-1a over the sorted ids
+    for (uint32_t i = 0; i < topK; ++i) {
+      h ^= ids[i];
+      h *= 1099511628211ull;
+    }
+    return h;
+  }
+
   std::mutex mutex_;
   std::vector<double> gaps_;
+  std::vector<uint64_t> routes_;
 };
 
 /// Installs on `cpu` an op observer recording every MoeRouter op's logits

@@ -58,8 +58,12 @@ Result<PlannedLaunch> planQkNormRope(LaunchContext &c, const Variant &v) {
                    " (an even size up to 2048 expected)");
   bool norm = c.op.operands.size() == 4;
   KernelRequest r{"qk_norm_rope", {}, (p.head_dim / 2 + 31) / 32 * 32, 0};
+  const uint32_t rotary = p.rotary_dim ? p.rotary_dim : p.head_dim;
+  if (rotary % 2 != 0 || rotary > p.head_dim)
+    return c.error("rotary_dim " + std::to_string(rotary) + " (even, at most head_dim " +
+                   std::to_string(p.head_dim) + " expected)");
   r.set("heads", p.num_heads).set("kv_heads", p.num_kv_heads).set("head_dim", p.head_dim);
-  r.set("has_norm", norm);
+  r.set("rotary_dim", rotary).set("has_norm", norm);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = GridRule::tokens();
   l.grid[1] = {0, 0, p.num_heads + p.num_kv_heads, 1};
@@ -83,6 +87,16 @@ Result<PlannedLaunch> planSiluMul(LaunchContext &c, const Variant &v) {
 Result<PlannedLaunch> planSigmoidGateAdd(LaunchContext &c, const Variant &v) {
   KernelRequest r{"sigmoid_gate_add", {}, configThreads(v, 256), 0};
   r.set("dim", c.params<plan::SigmoidGateAddParamsT>().dim).set("gate_f32", c.at(2).f32);
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = rowsRule(c.at(0));
+  l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
+            rowsArg(c.at(0))};
+  return l;
+}
+
+Result<PlannedLaunch> planSigmoidMul(LaunchContext &c, const Variant &v) {
+  KernelRequest r{"sigmoid_mul", {}, configThreads(v, 256), 0};
+  r.set("dim", c.params<plan::SigmoidMulParamsT>().dim);
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = rowsRule(c.at(0));
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),

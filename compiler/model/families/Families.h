@@ -10,5 +10,6 @@ const FamilyDef &qwen2Moe();
 const FamilyDef &mixtral();
 const FamilyDef &qwen3();
 const FamilyDef &llama();
+const FamilyDef &qwen3Next();
 
 } // namespace volt::model::families

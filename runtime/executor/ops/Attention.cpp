@@ -9,7 +9,7 @@ void runQkNormRope(OpContext &c) {
   const auto *pm = c.op.params_as_QkNormRopeParams();
   const bool norm = c.operandCount() == 4;
   cpu::qkNormRope({c.tokens(), pm->num_heads(), pm->num_kv_heads(), pm->head_dim(),
-                   pm->rope_theta(), pm->eps()},
+                   pm->rope_theta(), pm->eps(), pm->rotary_dim()},
                   c.f16(0), c.i32(1), norm ? c.f16(2) : nullptr, norm ? c.f16(3) : nullptr, c.pool);
 }
 

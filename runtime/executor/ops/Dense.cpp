@@ -76,6 +76,11 @@ void runSigmoidGateAdd(OpContext &c) {
                       c.f16(0), c.f16(1), c.pointer(2), c.pool);
 }
 
+void runSigmoidMul(OpContext &c) {
+  cpu::sigmoidMul({c.rows(0), c.op.params_as_SigmoidMulParams()->dim()}, c.f16(0), c.f16(1),
+                  c.f16(2), c.pool);
+}
+
 void runGatherRows(OpContext &c) {
   cpu::gatherRows({c.seqs(), c.op.params_as_GatherRowsParams()->dim(), c.dtype(0)}, c.pointer(0),
                   c.i32(1), c.pointer(2), c.pool);

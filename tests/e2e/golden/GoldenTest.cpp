@@ -61,7 +61,7 @@ std::vector<float> lastLogits(executor::CpuBackend &backend, const plan::Plan &p
   int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   int32_t n = static_cast<int32_t>(ids.size());
   std::vector<int32_t> positions(ids.size()), starts = {0, n}, lens = {n},
-      table(static_cast<size_t>(width)), rows = {n - 1};
+      table(static_cast<size_t>(width)), rows = {n - 1}, stateSlots = {0};
   std::iota(positions.begin(), positions.end(), 0);
   std::vector<int32_t> slots = positions;
   std::iota(table.begin(), table.end(), 0);
@@ -76,6 +76,8 @@ std::vector<float> lastLogits(executor::CpuBackend &backend, const plan::Plan &p
   batch.contextLens = lens;
   batch.blockTables = table;
   batch.logitsRows = rows;
+  // Recurrent layers: the prefill starts at position 0, from a zero state.
+  batch.stateSlots = stateSlots;
   std::vector<float> logits(p.model()->vocab_size());
   auto st = backend.runStep(batch, logits);
   EXPECT_TRUE(st.ok()) << st.message();
@@ -167,7 +169,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("qwen3-moe-modelopt", "qwen3-moe-compressed-tensors",
                                          "qwen3-moe-bf16", "qwen2-moe-modelopt",
                                          "mixtral-modelopt", "qwen3-modelopt",
-                                         "qwen3-moe-modelopt-long"),
+                                         "qwen3-moe-modelopt-long", "qwen3-next-bf16",
+                                         "qwen3-next-bf16-long"),
                        ::testing::Values(1, 2)),
     [](const auto &info) {
       std::string n = std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));

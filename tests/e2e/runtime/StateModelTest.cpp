@@ -217,5 +217,37 @@ TEST(StateModel, EngineMatchesTheReferenceAndEachRequestAlone) {
   }
 }
 
+// Qwen3-Next (Gated DeltaNet layers with a conv and a recurrent state
+// slot each, gated attention, MoE): the same schedule, preemption and
+// recompute included, gives every request the tokens it gets alone.
+TEST(StateModel, Qwen3NextBatchedWithPreemptionEqualsEachRequestAlone) {
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE("tp " + std::to_string(tp));
+    testing::PlanRequest r = toyRequest(tp);
+    r.family = "qwen3-next";
+    auto path = testing::compilePlan(r);
+    auto loaded = plan::LoadedPlan::load(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.message();
+    const plan::Rank *rank0 = (*loaded)->plan().ranks()->Get(0);
+    ASSERT_EQ(rank0->caches()->size(), 3u) << "a KV group and the conv and gdn state groups";
+    const int32_t vocab = static_cast<int32_t>((*loaded)->plan().model()->vocab_size());
+    std::vector<std::vector<int32_t>> prompts;
+    for (int32_t length : {150, 7, 33, 12, 61, 20}) {
+      std::vector<int32_t> p;
+      for (int32_t i = 0; i < length; ++i)
+        p.push_back((11 + 37 * i + 101 * length) % (vocab - 3));
+      prompts.push_back(p);
+    }
+    const EngineRun batched = runEngine(**loaded, prompts, 24, 14, nullptr);
+    EXPECT_GT(batched.stats.numPreemptions, 0u) << "the test needs a preemption";
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      const EngineRun alone = runEngine(**loaded, {prompts[i]}, 24, 0, nullptr);
+      ASSERT_EQ(batched.tokens[i].size(), 24u);
+      EXPECT_EQ(batched.tokens[i], alone.tokens[0]);
+    }
+  }
+}
+
 } // namespace
 } // namespace volt

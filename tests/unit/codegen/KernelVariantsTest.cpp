@@ -61,6 +61,90 @@ TEST(KernelVariants, EveryKernelOfTwoModelsCompilesForSm70WithinLimits) {
   EXPECT_GE(templates.size(), 17u);
 }
 
+// The hybrids' own kernels at Qwen3.6-35B-A3B's shapes (tensor_parallel_size
+// 1 and 2): the conv over 8192 channels, the delta rule with a 128 x 128
+// FP32 state column per thread, partial RoPE of 64 of 256 dims, the output
+// gate, and attention at head_dim 256.
+TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  KernelRegistry registry;
+  TargetInfo v100;
+  auto u32 = [](int64_t v) { return static_cast<uint32_t>(v); };
+  for (int64_t tp : {1, 2}) {
+    // Qwen3.6-35B-A3B: 16 query heads, 2 KV heads (each rank one at tp 2).
+    testing::ModelShape shape{"Qwen3.6-35B-A3B", 2048, 16, 2, 256, 248320, 256, 8, 512, 0};
+    const ProgramInfo program = testing::programFor(shape, tp);
+    auto plan = [&](OpInfo op, std::vector<Variant> variants) {
+      auto planned = planLaunches(op, variants, program, v100, registry);
+      ASSERT_TRUE(planned.ok()) << planned.message();
+    };
+    using testing::arena;
+    using testing::denseWeight;
+    using testing::input;
+    using testing::kvCache;
+    OpInfo conv{plan::OpKind::CausalConv1d, "conv", {}, {}};
+    plan::CausalConv1dParamsT cp;
+    cp.dim = u32(8192 / tp);
+    cp.kernel = 4;
+    conv.params.Set(cp);
+    conv.operands = {arena(0), denseWeight(0, {8192 / tp, 4}), kvCache(0), input(3),
+                     input(4),  input(7), arena(1)};
+    plan(conv, testing::single("causal_conv1d"));
+    OpInfo rule{plan::OpKind::GatedDeltaRule, "rule", {}, {}};
+    plan::GatedDeltaRuleParamsT rp;
+    rp.key_heads = u32(16 / tp);
+    rp.value_heads = u32(32 / tp);
+    rp.key_dim = 128;
+    rp.value_dim = 128;
+    rp.eps = 1e-6f;
+    rule.params.Set(rp);
+    rule.operands = {arena(1),        arena(2),        arena(3),   denseWeight(1, {32 / tp}),
+                     denseWeight(2, {32 / tp}), denseWeight(3, {128}), kvCache(1), input(3),
+                     input(4),        input(7),        arena(4)};
+    plan(rule, {{int64_t{1} << 30, "gated_delta_rule", {}}});
+    OpInfo rope{plan::OpKind::QkNormRope, "rope", {}, {}};
+    plan::QkNormRopeParamsT qp;
+    qp.num_heads = u32(16 / tp);
+    qp.num_kv_heads = u32(2 / tp);
+    qp.head_dim = 256;
+    qp.rotary_dim = 64;
+    qp.rope_theta = 1e7f;
+    rope.params.Set(qp);
+    rope.operands = {arena(5), input(1), denseWeight(4, {256}), denseWeight(5, {256})};
+    plan(rope, testing::single("qk_norm_rope"));
+    OpInfo gate{plan::OpKind::SigmoidMul, "gate", {}, {}};
+    plan::SigmoidMulParamsT gp;
+    gp.dim = u32(16 / tp * 256);
+    gate.params.Set(gp);
+    gate.operands = {arena(6), arena(7), arena(6)};
+    plan(gate, testing::single("sigmoid_mul"));
+    OpInfo attention{plan::OpKind::Attention, "attention", {}, {}};
+    plan::AttentionParamsT ap;
+    ap.num_heads = u32(16 / tp);
+    ap.num_kv_heads = u32(2 / tp);
+    ap.head_dim = 256;
+    attention.params.Set(ap);
+    attention.operands = {arena(5), kvCache(2), input(2), input(3), input(4), input(5), arena(6)};
+    plan(attention, {{int64_t{1} << 30,
+                      "paged_attention",
+                      {{"head_dim", 256}, {"split_k_tokens", testing::kSplitKTokens}}}});
+  }
+  CodegenOptions options;
+  options.useCache = false;
+  options.jobs = 2;
+  auto built = buildKernels(registry.requests(), v100, options);
+  ASSERT_TRUE(built.ok()) << built.message();
+  for (const CompiledKernel &k : built->kernels) {
+    EXPECT_EQ(k.resources.localBytes, 0u) << k.request.key();
+    Occupancy o = occupancy(k, v100);
+    EXPECT_GT(o.fraction, 0.0) << k.request.key();
+    std::printf("%-18s %3u regs %6u B smem  occupancy %5.1f%% (%s)  %s\n",
+                k.request.kernel.c_str(), k.resources.registers,
+                k.resources.staticSharedBytes + k.request.dynamicSharedBytes, o.fraction * 100,
+                o.limitedBy.c_str(), k.request.key().c_str());
+  }
+}
+
 TEST(KernelVariants, DenseMoeAndNewerArchitecturesCompile) {
   // The dense (unquantized) MoE GEMMs, and the same kernels through NVRTC
   // 12/13 for sm_75: the templates need no CUDA header of any version.

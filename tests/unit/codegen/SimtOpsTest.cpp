@@ -64,6 +64,7 @@ namespace rope_norm {
 #define VOLT_HEADS 4
 #define VOLT_KV_HEADS 2
 #define VOLT_HEAD_DIM 64
+#define VOLT_ROTARY_DIM 64
 #define VOLT_HAS_NORM 1
 #define VOLT_THREADS 32
 #define qk_norm_rope rope_norm_entry
@@ -76,6 +77,7 @@ namespace rope_plain {
 #define VOLT_HEADS 2
 #define VOLT_KV_HEADS 1
 #define VOLT_HEAD_DIM 128
+#define VOLT_ROTARY_DIM 128
 #define VOLT_HAS_NORM 0
 #define VOLT_THREADS 64
 #define qk_norm_rope rope_plain_entry
@@ -102,6 +104,51 @@ namespace gate_add {
 #undef sigmoid_gate_add
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace gate_add
+
+namespace rope_partial {
+#define VOLT_HEADS 2
+#define VOLT_KV_HEADS 1
+#define VOLT_HEAD_DIM 64
+#define VOLT_ROTARY_DIM 16
+#define VOLT_HAS_NORM 1
+#define VOLT_THREADS 32
+#define qk_norm_rope rope_partial_entry
+#include "qk_norm_rope.cu"
+#undef qk_norm_rope
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace rope_partial
+
+namespace conv {
+#define VOLT_DIM 300
+#define VOLT_KERNEL 4
+#define VOLT_THREADS 256
+#define causal_conv1d conv_entry
+#include "causal_conv1d.cu"
+#undef causal_conv1d
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace conv
+
+namespace gdr {
+#define VOLT_KEY_HEADS 2
+#define VOLT_VALUE_HEADS 4
+#define VOLT_KEY_DIM 64
+#define VOLT_VALUE_DIM 12
+#define VOLT_KEY_BLOCK 32
+#define VOLT_THREADS 24
+#define gated_delta_rule gdr_entry
+#include "gated_delta_rule.cu"
+#undef gated_delta_rule
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace gdr
+
+namespace sigmoid_mul_small {
+#define VOLT_DIM 70
+#define VOLT_THREADS 256
+#define sigmoid_mul sigmoid_mul_entry
+#include "sigmoid_mul.cu"
+#undef sigmoid_mul
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace sigmoid_mul_small
 
 namespace ema {
 #define VOLT_DIM 300
@@ -337,7 +384,7 @@ TEST(SimtOps, AddRmsNormF16AndF32Residuals) {
 
 template <typename Entry>
 void checkRope(int64_t heads, int64_t kvHeads, int64_t dim, bool norm, uint32_t threads,
-               Entry &&call) {
+               Entry &&call, int64_t rotary = 0) {
   std::vector<OperandInfo> operands = {operand(OperandKind::Arena, 0),
                                        operand(OperandKind::Input, 1)};
   if (norm) {
@@ -349,10 +396,15 @@ void checkRope(int64_t heads, int64_t kvHeads, int64_t dim, bool norm, uint32_t 
     p.num_kv_heads = kvHeads;
     p.head_dim = dim;
     p.rope_theta = 1e6f;
+    p.rotary_dim = static_cast<uint32_t>(rotary);
   });
-  PlannedLaunch l =
-      plan(op, {{"heads", heads}, {"kv_heads", kvHeads}, {"head_dim", dim}, {"has_norm", norm}},
-           threads);
+  PlannedLaunch l = plan(op,
+                         {{"heads", heads},
+                          {"kv_heads", kvHeads},
+                          {"head_dim", dim},
+                          {"rotary_dim", rotary ? rotary : dim},
+                          {"has_norm", norm}},
+                         threads);
   std::vector<int32_t> positions = {0, 1, 17, 4095, 32767, 131071};
   const int tokens = static_cast<int>(positions.size());
   const int64_t row = (heads + 2 * kvHeads) * dim;
@@ -361,7 +413,8 @@ void checkRope(int64_t heads, int64_t kvHeads, int64_t dim, bool norm, uint32_t 
                         kn = randomHalves(rng, static_cast<size_t>(dim));
   std::vector<uint16_t> cpuQkv = qkv;
   cpu::ThreadPool pool(1);
-  cpu::qkNormRope({tokens, heads, kvHeads, dim, 1e6f, 1e-6f}, cpuQkv.data(), positions.data(),
+  cpu::qkNormRope({tokens, heads, kvHeads, dim, 1e6f, 1e-6f, rotary}, cpuQkv.data(),
+                  positions.data(),
                   norm ? qn.data() : nullptr, norm ? kn.data() : nullptr, pool);
   Memory m;
   m.tokens = tokens;
@@ -394,6 +447,154 @@ TEST(SimtOps, QkNormRopeWithAndWithoutNorms) {
     std::apply(rope_plain::rope_plain_entry,
                std::tuple{a.pointer<u16>(), a.pointer<const int>(), a.i32(), a.f32(), a.f32()});
   });
+}
+
+// Partial RoPE (Qwen3-Next, Qwen3.5): the first 16 of 64 dims rotate with
+// the angles of a 16-dim head, the rest are normalised and passed through.
+TEST(SimtOps, QkNormRopeRotatesOnlyTheRotaryDims) {
+  checkRope(
+      2, 1, 64, true, 32,
+      [](Args &a) {
+        std::apply(rope_partial::rope_partial_entry,
+                   std::tuple{a.pointer<u16>(), a.pointer<const int>(), a.pointer<const u16>(),
+                              a.pointer<const u16>(), a.i32(), a.f32(), a.f32()});
+      },
+      16);
+}
+
+// Four sequences: one starting at position 0 with more tokens than the
+// window, one continuing from its slot with fewer, one continuing without a
+// slot (from zeros, keeping nothing), one restarting in its slot; 300
+// channels over two blocks. Bit for bit (the same sums, in order, and exp).
+TEST(SimtOps, CausalConv1dKeepsEachSequencesWindow) {
+  const int dim = 300, kernel = 4, kept = kernel - 1, slots = 4;
+  OpInfo op = makeOp<plan::CausalConv1dParamsT>(
+      plan::OpKind::CausalConv1d,
+      {operand(OperandKind::Arena, 0), operand(OperandKind::Weight, 0),
+       operand(OperandKind::Cache, 0), operand(OperandKind::Input, 3),
+       operand(OperandKind::Input, 4), operand(OperandKind::Input, 7),
+       operand(OperandKind::Arena, 1)},
+      [](auto &p) {
+        p.dim = 300;
+        p.kernel = 4;
+        p.layer = 0;
+      });
+  PlannedLaunch l = plan(op, {{"dim", dim}, {"kernel", kernel}}, 256);
+  std::vector<int32_t> starts = {0, 6, 8, 9, 12}, contexts = {6, 40, 9, 3},
+                       stateSlots = {1, 3, -1, 0};
+  const int tokens = starts.back(), seqs = 4;
+  std::vector<uint16_t> in = randomHalves(rng, tokens * dim, 2.0f),
+                        weight = randomHalves(rng, dim * kernel, 0.5f),
+                        state = randomHalves(rng, slots * kept * dim, 2.0f);
+  std::vector<uint16_t> cpuState = state, gpu(in.size(), 0x7E00), cpuOut(in.size());
+  cpu::ThreadPool pool(1);
+  cpu::causalConv1d({tokens, seqs, dim, kernel}, in.data(), weight.data(), cpuState.data(),
+                    starts.data(), contexts.data(), stateSlots.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = tokens;
+  m.seqs = seqs;
+  for (size_t i = 0; i < 7; ++i)
+    m.bind(op.operands[i], std::vector<void *>{in.data(), weight.data(), state.data(),
+                                               starts.data(), contexts.data(), stateSlots.data(),
+                                               gpu.data()}[i]);
+  run(l, m, [](Args &a) {
+    std::apply(conv::conv_entry,
+               std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<u16>(),
+                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
+                          a.pointer<u16>(), a.i32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
+  EXPECT_EQ(state, cpuState);
+}
+
+// The gated delta rule: three sequences (fresh, continuing from its slot
+// over several tokens, without a slot), value heads sharing key heads, dk
+// != dv, a state column split over two threads (two key blocks of 32). Bit
+// for bit: the kernel sums in the cpu op's order.
+TEST(SimtOps, GatedDeltaRuleMatchesTheCpuOp) {
+  const int hk = 2, hv = 4, dk = 64, dv = 12, slots = 3;
+  const int width = 2 * hk * dk + hv * dv;
+  OpInfo op = makeOp<plan::GatedDeltaRuleParamsT>(
+      plan::OpKind::GatedDeltaRule,
+      {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1),
+       operand(OperandKind::Arena, 2), operand(OperandKind::Weight, 0),
+       operand(OperandKind::Weight, 1), operand(OperandKind::Weight, 2),
+       operand(OperandKind::Cache, 0), operand(OperandKind::Input, 3),
+       operand(OperandKind::Input, 4), operand(OperandKind::Input, 7),
+       operand(OperandKind::Arena, 3)},
+      [](auto &p) {
+        p.key_heads = 2;
+        p.value_heads = 4;
+        p.key_dim = 64;
+        p.value_dim = 12;
+        p.eps = 1e-6f;
+      });
+  PlannedLaunch l = plan(op,
+                         {{"key_heads", hk}, {"value_heads", hv}, {"key_dim", dk},
+                          {"value_dim", dv}, {"key_block", 32}},
+                         2 * dv);
+  std::vector<int32_t> starts = {0, 3, 8, 10}, contexts = {3, 20, 7}, stateSlots = {2, 0, -1};
+  const int tokens = starts.back(), seqs = 3;
+  std::vector<uint16_t> qkv = randomHalves(rng, tokens * width, 1.0f),
+                        gates = randomHalves(rng, tokens * 2 * hv, 1.5f),
+                        z = randomHalves(rng, tokens * hv * dv, 1.0f),
+                        norm = randomHalves(rng, dv, 0.3f);
+  std::uniform_real_distribution<float> u(-2.0f, 1.0f);
+  std::vector<float> aLog(hv), dtBias(hv), state(slots * hv * dk * dv);
+  for (int h = 0; h < hv; ++h) {
+    aLog[h] = u(rng);
+    dtBias[h] = u(rng);
+  }
+  for (float &v : state)
+    v = u(rng) * 0.3f;
+  std::vector<float> cpuState = state;
+  std::vector<uint16_t> gpu(tokens * hv * dv, 0x7E00), cpuOut(gpu.size());
+  cpu::ThreadPool pool(1);
+  cpu::gatedDeltaRule({tokens, seqs, hk, hv, dk, dv, 1e-6f}, qkv.data(), gates.data(), z.data(),
+                      aLog.data(), dtBias.data(), norm.data(), cpuState.data(), starts.data(),
+                      contexts.data(), stateSlots.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = tokens;
+  m.seqs = seqs;
+  std::vector<void *> bound = {qkv.data(),    gates.data(),  z.data(),          aLog.data(),
+                               dtBias.data(), norm.data(),   state.data(),      starts.data(),
+                               contexts.data(), stateSlots.data(), gpu.data()};
+  for (size_t i = 0; i < bound.size(); ++i)
+    m.bind(op.operands[i], bound[i]);
+  run(l, m, [](Args &a) {
+    std::apply(gdr::gdr_entry,
+               std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<const u16>(),
+                          a.pointer<const float>(), a.pointer<const float>(),
+                          a.pointer<const u16>(), a.pointer<float>(), a.pointer<const int>(),
+                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<u16>(),
+                          a.i32(), a.f32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
+  EXPECT_EQ(state, cpuState);
+}
+
+TEST(SimtOps, SigmoidMul) {
+  OpInfo op = makeOp<plan::SigmoidMulParamsT>(
+      plan::OpKind::SigmoidMul,
+      {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1),
+       operand(OperandKind::Arena, 2)},
+      [](auto &p) { p.dim = 70; });
+  PlannedLaunch l = plan(op, {{"dim", 70}}, 256);
+  std::vector<uint16_t> x = randomHalves(rng, 3 * 70, 2.0f), g = randomHalves(rng, 3 * 70, 3.0f),
+                        gpu(3 * 70), cpuOut(3 * 70);
+  cpu::ThreadPool pool(1);
+  cpu::sigmoidMul({3, 70}, x.data(), g.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = 3;
+  m.bind(op.operands[0], x.data());
+  m.bind(op.operands[1], g.data());
+  m.bind(op.operands[2], gpu.data());
+  run(l, m, [](Args &a) {
+    std::apply(sigmoid_mul_small::sigmoid_mul_entry,
+               std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<u16>(),
+                          a.i32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
 }
 
 // Three sequences: one starting at position 0, one continuing from its

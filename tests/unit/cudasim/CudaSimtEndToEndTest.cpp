@@ -214,7 +214,13 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   testing::RouterGaps cpuGaps;
   testing::observeRouterGaps(cpu, cpuGaps);
   double worst = 0, gapDifference = 0;
-  size_t compared = 0, greedyChecked = 0, onTies = 0, sidesDisagreeOnTie = 0;
+  size_t compared = 0, greedyChecked = 0, onTies = 0, sidesDisagreeOnTie = 0, carriedRows = 0;
+  // With recurrent state, a token that went to different experts on the
+  // two sides (a routing tie) is carried by the state into every later
+  // token of its sequence: those are not compared (on KV alone, one
+  // position of many differs, which the bound absorbs).
+  const bool recurrent = plan::stateSlotCount(*p.ranks()->Get(0)) > 0;
+  std::vector<bool> carried(seqs.tokens.size(), false);
   for (size_t step = 0; step < schedule.size(); ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
     const auto &[parts, path] = schedule[step];
@@ -261,14 +267,22 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     // tie, no expert was swapped in any layer, so they agree to rounding;
     // a wrong row or a missed router op on the cpu side (the observer
     // tests/gpu/EndToEndTest.cpp depends on) would not.
-    for (size_t t = 0; t < batch.ids.size(); ++t) {
-      const double cpuGap = cpuGaps.smallest(t, t + 1),
-                   gpuGap = device.routerGaps.smallest(t, t + 1);
-      ASSERT_EQ(std::isinf(cpuGap), std::isinf(gpuGap)) << "token " << t << "'s routing gaps";
-      if (cpuGap >= testing::kRouterTie && gpuGap >= testing::kRouterTie)
-        gapDifference = std::max(gapDifference, std::fabs(cpuGap - gpuGap));
-      sidesDisagreeOnTie += (cpuGap < testing::kRouterTie) != (gpuGap < testing::kRouterTie);
-    }
+    // Per sequence of the step: carried into its row from earlier tokens.
+    std::vector<bool> carriedToRow(S, false);
+    for (size_t s = 0, t = 0; s < S; ++s)
+      for (; t < static_cast<size_t>(batch.starts[s + 1]); ++t) {
+        const size_t seq = static_cast<size_t>(batch.seqs[s]);
+        if (t == static_cast<size_t>(batch.rows[s]))
+          carriedToRow[s] = carried[seq];
+        const double cpuGap = cpuGaps.smallest(t, t + 1),
+                     gpuGap = device.routerGaps.smallest(t, t + 1);
+        ASSERT_EQ(std::isinf(cpuGap), std::isinf(gpuGap)) << "token " << t << "'s routing gaps";
+        const bool tie = cpuGap < testing::kRouterTie || gpuGap < testing::kRouterTie;
+        if (!tie && !carried[seq])
+          gapDifference = std::max(gapDifference, std::fabs(cpuGap - gpuGap));
+        sidesDisagreeOnTie += (cpuGap < testing::kRouterTie) != (gpuGap < testing::kRouterTie);
+        carried[seq] = carried[seq] || (recurrent && !device.routerGaps.sameRoute(cpuGaps, t));
+      }
     for (size_t s = 0; s < S; ++s) {
       const std::span<const float> x(want.data() + s * vocab, static_cast<size_t>(vocab));
       const std::span<const float> y(got.data() + s * vocab, static_cast<size_t>(vocab));
@@ -282,6 +296,10 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       const size_t row = static_cast<size_t>(batch.rows[s]);
       if (device.routerGaps.onTie(row) || cpuGaps.onTie(row)) {
         ++onTies;
+        continue;
+      }
+      if (carriedToRow[s]) {
+        ++carriedRows;
         continue;
       }
       worst = std::max(worst, c.diff / std::max(c.scale, 1e-6));
@@ -313,8 +331,9 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       break;
   }
   std::printf("%s: %zu rows compared, %zu greedy tokens checked, largest logit difference %.2e "
-              "of the largest logit; %zu rows on a routing tie not compared\n",
-              m.name.c_str(), compared, greedyChecked, worst, onTies);
+              "of the largest logit; %zu rows on a routing tie and %zu after one in the recurrent "
+              "state not compared\n",
+              m.name.c_str(), compared, greedyChecked, worst, onTies, carriedRows);
   std::printf("%s: the two sides' routing gaps %.2e apart at most away from ties; tokens on a "
               "tie by one side only: %zu\n",
               m.name.c_str(), gapDifference, sidesDisagreeOnTie);
@@ -322,6 +341,11 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
     return;
   EXPECT_TRUE(testing::fewEnoughTies(onTies, compared + onTies))
       << "too many rows on routing ties to compare";
+  // The tiny models route a token to other experts on the two sides now
+  // and then (8 experts, top 2, ulp-level router inputs apart): with
+  // recurrent state, long prompts are often carried (measured: 14 of the 48 rows on qwen3-next);
+  // enough rows must remain.
+  EXPECT_GE(compared, 24u) << "too few rows compared: most were carried past a routing tie";
   // Measured: at most 3.44e-3 (median 2.5e-4) over these plans' tokens;
   // another token's gaps are typically 0.1 or more apart.
   EXPECT_LE(gapDifference, 1e-2) << "the cpu backend's routing gaps are not the device's";

@@ -48,6 +48,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 namespace volt::cudasim {
 namespace {
@@ -64,6 +65,13 @@ struct Tracked {
   /// routing gap of the row's own token.
   std::vector<std::vector<float>> rows;
   std::vector<double> gaps;
+  /// Every token fed, in order (a recomputed one again): the digest of
+  /// the experts it went to (RouterGaps::route); and per output, how many
+  /// had been fed through its step. Where the two sides' digests part, the
+  /// tokens went to different experts, and recurrent state carries that
+  /// into every later row.
+  std::vector<uint64_t> routes;
+  std::vector<size_t> fedThrough;
   bool finished = false;
   engine::RequestOutput last;
 };
@@ -174,6 +182,8 @@ private:
           << ") matches " << matches.size() << " requests";
       Tracked &t = requests[matches[0]];
       t.computed = context;
+      for (int32_t j = start; j < end; ++j)
+        t.routes.push_back(gaps_.route(static_cast<size_t>(j)));
       if (context == static_cast<int32_t>(t.known.size())) {
         const size_t v = static_cast<size_t>(vocab_);
         if (rows.empty()) {
@@ -185,6 +195,7 @@ private:
         }
         const size_t row = static_cast<size_t>(b.logitsRows[s]);
         t.gaps.push_back(gaps_.smallest(row, row + 1));
+        t.fedThrough.push_back(t.routes.size());
       }
     }
   }
@@ -376,7 +387,8 @@ void runBothEngines(const SimModel &m, int32_t kvBlocks) {
 
   engine::Sampler sampler(vocab);
   size_t compared = 0, onTies = 0, tokensMatched = 0, tokensCompared = 0, parted = 0,
-         greedyDecided = 0;
+         greedyDecided = 0, carried = 0;
+  const bool recurrent = config.numStateSlots > 0;
   for (size_t r = 0; r < gpuSide.requests.size(); ++r) {
     SCOPED_TRACE("request " + std::to_string(r));
     const Tracked &g = gpuSide.requests[r], &c = cpuSide.requests[r];
@@ -406,6 +418,24 @@ void runBothEngines(const SimModel &m, int32_t kvBlocks) {
       if (!together)
         continue;
       const bool tie = g.gaps[i] < testing::kRouterTie || c.gaps[i] < testing::kRouterTie;
+      // An earlier token of the sequence on a near tie: with recurrent
+      // state the two sides carry different states from there on (on KV
+      // alone, one position of many differs, which the bound absorbs).
+      if (recurrent && !tie) {
+        ASSERT_EQ(g.routes.size(), c.routes.size());
+        const size_t before = g.fedThrough[i] - 1; // the tokens before this row's
+        const auto part = std::mismatch(g.routes.begin(), g.routes.begin() + before,
+                                        c.routes.begin());
+        if (part.first != g.routes.begin() + before) {
+          together = false;
+          carried += g.outputs.size() - i;
+          std::printf("%s: request %zu not compared from output %zu on: its token %zu went to "
+                      "other experts on the two sides (a routing tie), which the recurrent "
+                      "state carries\n",
+                      m.name.c_str(), r, i, static_cast<size_t>(part.first - g.routes.begin()));
+          continue;
+        }
+      }
       const testing::RowComparison rc = testing::compareRow(c.rows[i], g.rows[i]);
       if (tie) {
         ++onTies;
@@ -439,12 +469,18 @@ void runBothEngines(const SimModel &m, int32_t kvBlocks) {
     }
   }
   std::printf("%s: %zu steps, %zu of %zu tokens the same on both sides (%zu greedy ones on "
-              "decided rows), %zu requests parted; %zu rows compared, %zu on a routing tie\n",
+              "decided rows), %zu requests parted; %zu rows compared, %zu on a routing tie, %zu "
+              "after one in the recurrent state\n",
               m.name.c_str(), steps, tokensMatched, tokensCompared, greedyDecided, parted, compared,
-              onTies);
+              onTies, carried);
   EXPECT_GT(greedyDecided, 0u) << "no greedy token was decided by its row";
   EXPECT_TRUE(testing::fewEnoughTies(onTies, compared + onTies))
       << "too many rows on routing ties to compare";
+  // The tiny models route a token to other experts on the two sides now
+  // and then (8 experts, top 2, ulp-level router inputs apart): with
+  // recurrent state, long prompts are often carried (measured: five of the eight requests on qwen3-next);
+  // enough rows must remain.
+  EXPECT_GE(compared, 24u) << "too few rows compared: most were carried past a routing tie";
   EXPECT_GE(tokensMatched * 4, tokensCompared * 3)
       << "too many tokens differ between the sides (requests compared up to where they part)";
 
@@ -505,16 +541,19 @@ TEST(EngineOverSimPreempting, MatchesEngineOverCpuBackend) {
   runBothEngines(m, 20);
 }
 
-// The same with recurrent state: a preempted sequence gives its state slot
-// back and is recomputed from its first token in whichever slot is free.
+// The same with recurrent state (the toy EMA hybrid, and Qwen3-Next's conv
+// and delta-rule states): a preempted sequence gives its state slots back
+// and is recomputed from its first token in whichever slot is free.
 TEST(EngineOverSimPreempting, WithRecurrentStateMatchesEngineOverCpuBackend) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
   ASSERT_TRUE(hostKernelsUnavailable().empty())
       << hostKernelsUnavailable()
       << " (NVRTC is installed now: rebuild the target cudasim_instances)";
-  const SimModel &m = simModels().back();
-  ASSERT_EQ(m.name, "toy-ema-bf16-tp1");
-  runBothEngines(m, 20);
+  for (const SimModel &m : simModels())
+    if (m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2") {
+      SCOPED_TRACE(m.name);
+      runBothEngines(m, 20);
+    }
 }
 
 /// The deployments the engine runs over: one per tensor-parallel size.
@@ -522,7 +561,7 @@ std::vector<SimModel> engineModels() {
   std::vector<SimModel> out;
   for (const SimModel &m : simModels())
     if (m.name == "qwen3-moe-nvfp4-tp1" || m.name == "qwen3-moe-nvfp4-tp2" ||
-        m.name == "toy-ema-bf16-tp1")
+        m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2")
       out.push_back(m);
   return out;
 }

@@ -56,6 +56,10 @@ inline const std::vector<SimModel> &simModels() {
       // A made-up hybrid (tests/support/ToyEmaModel.h): recurrent layers
       // with state slots beside attention layers 1 and 3.
       {"toy-ema-bf16-tp1", "toy-ema", mkmodel::Format::BF16, 1},
+      // Qwen3-Next: Gated DeltaNet layers (conv and recurrent state slots)
+      // beside gated attention with partial RoPE; NVFP4 experts and
+      // out_proj, BF16 linear-attention inputs; split over two ranks.
+      {"qwen3-next-nvfp4-tp2", "qwen3-next", mkmodel::Format::ModelOpt, 2},
   };
   return models;
 }

@@ -4,7 +4,7 @@
 // the plan cannot hold.
 
 func.func @unknown_kind(%b: !vexec.buffer) {
-  // expected-error-re @+1 {{unknown kind 'Convolution' (valid: Embedding, RmsNorm, {{.*}}, MoeGroupedLinear, EmaScan)}}
+  // expected-error-re @+1 {{unknown kind 'Convolution' (valid: Embedding, RmsNorm, {{.*}}, EmaScan, CausalConv1d, GatedDeltaRule, SigmoidMul)}}
   vexec.launch "Convolution"(%b) {params = {}, kernels = [], name = "x"} : !vexec.buffer
   return
 }

@@ -13,6 +13,10 @@
 #undef VOLT_HEAD_DIM
 #undef VOLT_IN_F32
 #undef VOLT_K
+#undef VOLT_KERNEL
+#undef VOLT_KEY_BLOCK
+#undef VOLT_KEY_DIM
+#undef VOLT_KEY_HEADS
 #undef VOLT_KEY_TILE
 #undef VOLT_KV_HEADS
 #undef VOLT_MAX_BLOCKS
@@ -26,6 +30,7 @@
 #undef VOLT_QUERY_TILE
 #undef VOLT_RENORMALIZE
 #undef VOLT_RES_F32
+#undef VOLT_ROTARY_DIM
 #undef VOLT_SILU
 #undef VOLT_SPLIT_K_TOKENS
 #undef VOLT_STAGES
@@ -34,6 +39,8 @@
 #undef VOLT_TILE_N
 #undef VOLT_TOKENS
 #undef VOLT_TOP_K
+#undef VOLT_VALUE_DIM
+#undef VOLT_VALUE_HEADS
 #undef VOLT_VOCAB_ROWS
 #undef VOLT_VOCAB_START
 #undef VOLT_WARPS

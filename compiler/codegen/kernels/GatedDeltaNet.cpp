@@ -1,0 +1,59 @@
+//===- GatedDeltaNet.cpp -------------------------------------------------===//
+//
+// causal_conv1d and gated_delta_rule: the Gated DeltaNet mixer's kernels,
+// each walking a sequence's tokens in order with its state slot.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/codegen/KernelDefs.h"
+#include "compiler/codegen/LaunchContext.h"
+
+namespace volt::codegen::kernels {
+
+Result<PlannedLaunch> planCausalConv1d(LaunchContext &c, const Variant &v) {
+  const auto &p = c.params<plan::CausalConv1dParamsT>();
+  if (p.dim == 0 || p.kernel < 2 || p.kernel > 8)
+    return c.error("dim " + std::to_string(p.dim) + ", kernel " + std::to_string(p.kernel) +
+                   " (a kernel of 2 to 8 expected)");
+  if (c.at(2).kind != OperandKind::Cache)
+    return c.error("operand 2 must be the layer's conv state");
+  const uint32_t threads = std::min<uint32_t>(configThreads(v, 128), (p.dim + 31) / 32 * 32);
+  KernelRequest r{"causal_conv1d", {}, threads, 0};
+  r.set("dim", p.dim).set("kernel", p.kernel);
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = {0, 1, 0, 1};
+  l.grid[1] = {0, 0, (p.dim + threads - 1) / threads, 1};
+  for (size_t i = 0; i < 7; ++i)
+    l.args.push_back(LaunchArg::pointer(c.at(i)));
+  l.args.push_back(LaunchArg::seqCount());
+  return l;
+}
+
+Result<PlannedLaunch> planGatedDeltaRule(LaunchContext &c, const Variant &v) {
+  const auto &p = c.params<plan::GatedDeltaRuleParamsT>();
+  // A thread holds kKeyBlock rows of a state column in registers; a block
+  // holds a head's state.
+  const uint32_t block = std::min<uint32_t>(32, p.key_dim);
+  const uint32_t threads = p.key_dim ? p.value_dim * (p.key_dim / block) : 0;
+  if (p.key_heads == 0 || p.value_heads % p.key_heads != 0 || p.key_dim == 0 ||
+      p.key_dim % block != 0 || p.value_dim == 0 || threads > 1024)
+    return c.error("key_heads " + std::to_string(p.key_heads) + ", value_heads " +
+                   std::to_string(p.value_heads) + ", key_dim " + std::to_string(p.key_dim) +
+                   ", value_dim " + std::to_string(p.value_dim) +
+                   " (key_dim at most 32 or a multiple of 32, value_dim x key_dim / 32 at most "
+                   "1024, value heads a multiple of key heads expected)");
+  if (c.at(6).kind != OperandKind::Cache)
+    return c.error("operand 6 must be the layer's recurrent state");
+  KernelRequest r{"gated_delta_rule", {}, threads, 0};
+  r.set("key_heads", p.key_heads).set("value_heads", p.value_heads);
+  r.set("key_dim", p.key_dim).set("value_dim", p.value_dim).set("key_block", block);
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = {0, 1, 0, 1};
+  l.grid[1] = {0, 0, p.value_heads, 1};
+  for (size_t i = 0; i < 11; ++i)
+    l.args.push_back(LaunchArg::pointer(c.at(i)));
+  l.args.push_back(LaunchArg::seqCount());
+  l.args.push_back(LaunchArg::f32Value(p.eps));
+  return l;
+}
+
+} // namespace volt::codegen::kernels

@@ -36,6 +36,25 @@ Status rejectUnsupportedOptions(const JsonFields &f) {
   return Status::success();
 }
 
+/// transformers 5 writes RoPE as `rope_parameters` {rope_type, rope_theta,
+/// ...} instead of top-level `rope_theta` / `rope_scaling`: its theta wins,
+/// and any type but default is rejected by name.
+Status readRopeParameters(const JsonFields &f, ModelConfig &c) {
+  const nlohmann::json *rp = f.find("rope_parameters");
+  if (!rp)
+    return Status::success();
+  if (!rp->is_object())
+    return f.error("rope_parameters", "expected an object");
+  JsonFields r(*rp, f.where() + ": rope_parameters");
+  std::string type;
+  VOLT_READ(type, r.string("rope_type", "default"));
+  if (type != "default")
+    return f.error("rope_parameters", "RoPE type '" + type +
+                                          "' is not supported (supported: default)");
+  VOLT_READ(c.ropeTheta, r.positiveNumber("rope_theta", c.ropeTheta));
+  return Status::success();
+}
+
 /// Each layer's mixer: `layer_types` in the family's words, else the
 /// family's first layer type for every layer.
 Status readLayerTypes(const JsonFields &f, ModelConfig &c) {
@@ -112,6 +131,7 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
   VOLT_READ(c.maxPositionEmbeddings, f.positiveInt("max_position_embeddings"));
   VOLT_READ(c.rmsNormEps, f.positiveNumber("rms_norm_eps", 1e-6));
   VOLT_READ(c.ropeTheta, f.positiveNumber("rope_theta", 10000.0));
+  VOLT_RETURN_IF_ERROR(readRopeParameters(f, c));
   VOLT_READ(c.tieWordEmbeddings, f.boolean("tie_word_embeddings", false));
   // Newer transformers write "dtype", older "torch_dtype".
   VOLT_READ(c.torchDtype, f.string("torch_dtype", "bfloat16"));

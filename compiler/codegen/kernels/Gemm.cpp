@@ -15,6 +15,11 @@ namespace {
 
 // ---- GEMMs ----------------------------------------------------------------
 
+/// A kernel's parameter space on sm_70 (CUDA before 12.1 on every GPU).
+constexpr size_t kMaxKernelParamBytes = 4096;
+/// The grouped GEMMs' padded scale count (kMinMoeScales below).
+constexpr size_t kMinMoeScalesForShape = 64;
+
 /// The facts every GEMM form shares.
 struct GemmShape {
   int64_t k = 0, n = 0;
@@ -64,6 +69,23 @@ Result<GemmShape> gemmShape(LaunchContext &c, const OperandInfo &weight, const G
                    std::to_string(experts) + " x " + std::to_string(s.partRows.size()) + " parts");
   for (float g : weight.globalScales)
     s.epilogueScales.push_back(g * kE2M1Bias);
+  if (moe) {
+    // The grouped kernels take the scales by value, after six pointers and
+    // the token count (templates/nvfp4_moe_*.cu); a kernel's parameters
+    // are at most 4,096 bytes on sm_70.
+    const size_t bytes =
+        6 * 8 + 4 + 4 * std::max<size_t>(s.epilogueScales.size(), kMinMoeScalesForShape);
+    if (bytes > kMaxKernelParamBytes)
+      return c.error(std::to_string(experts) + " experts x " +
+                     std::to_string(s.partRows.size()) + " fused parts: their " +
+                     std::to_string(s.epilogueScales.size()) +
+                     " NVFP4 global scales do not fit the 4,096-byte kernel parameter space "
+                     "beside the other arguments (" +
+                     std::to_string(bytes) + " bytes; at most " +
+                     std::to_string((kMaxKernelParamBytes - 52) / 4) +
+                     " scales); the cuda backend cannot run this MoE layer yet, the cpu "
+                     "backend can");
+  }
   return s;
 }
 
@@ -134,7 +156,7 @@ uint32_t gemmTiles(const GemmShape &s, int64_t tileN) {
 /// Grouped GEMMs receive at least this many epilogue scales (zeros after
 /// the real ones): templates/nvfp4_moe_*.cu pad their parameter array so
 /// that it is read in place rather than copied to local memory.
-constexpr size_t kMinMoeScales = 64;
+constexpr size_t kMinMoeScales = kMinMoeScalesForShape;
 
 void epilogueArgs(PlannedLaunch &l, const GemmShape &s) {
   for (float g : s.epilogueScales)

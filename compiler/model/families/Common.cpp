@@ -6,7 +6,9 @@ namespace volt::model::families {
 std::string layerPrefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
 
 Status readQwenMoeConfig(const JsonFields &f, ModelConfig &c, const char *expertsField) {
-  VOLT_READ(c.numExperts, f.positiveInt(expertsField));
+  // transformers 5 writes Qwen3-MoE's expert count as num_local_experts.
+  const bool local = !f.has(expertsField) && f.has("num_local_experts");
+  VOLT_READ(c.numExperts, f.positiveInt(local ? "num_local_experts" : expertsField));
   VOLT_READ(c.numExpertsPerTok, f.positiveInt("num_experts_per_tok"));
   VOLT_READ(c.moeIntermediateSize, f.positiveInt("moe_intermediate_size"));
   VOLT_READ(c.normTopkProb, f.boolean("norm_topk_prob", false));

@@ -219,6 +219,38 @@ TEST(Launches, EqualCallSitesShareKernels) {
   EXPECT_EQ(registry.requests().size(), 1u);
 }
 
+// Qwen3-Next-80B-A3B's 512 experts with gate|up fused: 1,024 global
+// scales by value overflow sm_70's 4 KiB of kernel parameters (NVRTC's
+// "Formal parameter space overflowed"): refused at planning, by name.
+TEST(Launches, MoeScalesBeyondTheParameterSpaceAreRefused) {
+  auto ops = modelOps(qwen3MoeShape(), 1);
+  ModelOp gateUp = find(ops, ".experts.gate_up");
+  auto *p = gateUp.op.params.AsMoeGroupedQLinearParams();
+  auto grow = [&](uint32_t experts) {
+    ModelOp m = gateUp;
+    auto *q = m.op.params.AsMoeGroupedQLinearParams();
+    q->num_experts = experts;
+    OperandInfo &w = m.op.operands[3];
+    w.shape[0] = experts;
+    w.globalScales.assign(static_cast<size_t>(experts) * w.partRows.size(), 1.0f);
+    return m;
+  };
+  ASSERT_EQ(gateUp.op.operands[3].partRows.size(), 2u);
+  ASSERT_EQ(p->num_experts, 128u);
+  KernelRegistry registry;
+  ModelOp fits = grow(505); // 1,010 scales: 52 + 4,040 bytes
+  EXPECT_TRUE(planLaunches(fits.op, fits.variants, ProgramInfo{}, TargetInfo{}, registry).ok());
+  ModelOp big = grow(512);
+  auto refused = planLaunches(big.op, big.variants, ProgramInfo{}, TargetInfo{}, registry);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("512 experts x 2 fused parts: their 1024 NVFP4 global scales "
+                                   "do not fit the 4,096-byte kernel parameter space"),
+            std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find("(4148 bytes; at most 1011 scales)"), std::string::npos)
+      << refused.message();
+}
+
 TEST(Launches, ShapesTheTemplatesCannotServeAreErrorsNamingTheOp) {
   auto ops = modelOps(qwen3MoeShape(), 1);
   KernelRegistry registry;

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 namespace volt::model {
 namespace {
 
@@ -175,6 +178,48 @@ TEST(ModelConfig, InconsistentShapes) {
   j = preset("qwen3-moe");
   j["intermediate_size"] = 0;
   EXPECT_NE(errorOf(j).find("dense MLP layer"), std::string::npos) << errorOf(j);
+}
+
+// config.json as transformers 5.24 writes it (tests/golden/transformers5_configs.py):
+// num_local_experts for Qwen3-MoE and Mixtral, rope_parameters instead of
+// rope_theta, dtype instead of torch_dtype.
+TEST(ModelConfig, TransformersFiveConfigs) {
+  struct Want {
+    const char *family;
+    int64_t experts;
+    double theta;
+    int64_t rotaryDim;
+  };
+  for (const Want &w : {Want{"qwen3-moe", 12, 1e6, 16}, Want{"qwen2-moe", 12, 1e6, 16},
+                        Want{"mixtral", 12, 1e6, 16}, Want{"qwen3", 0, 1e6, 16},
+                        Want{"llama", 0, 5e5, 16}, Want{"qwen3-next", 12, 1e6, 8}}) {
+    SCOPED_TRACE(w.family);
+    const std::filesystem::path path = std::filesystem::path(VOLT_SOURCE_DIR) / "tests/golden/configs" /
+                                       (std::string(w.family) + ".json");
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    auto c = parseModelConfig(j, "config.json");
+    ASSERT_TRUE(c.ok()) << c.message();
+    EXPECT_EQ(c->family->name, w.family);
+    EXPECT_EQ(c->numExperts, w.experts);
+    EXPECT_EQ(c->ropeTheta, w.theta);
+    EXPECT_EQ(c->rotaryDim, w.rotaryDim);
+    EXPECT_EQ(c->torchDtype, "bfloat16");
+    EXPECT_EQ(c->numHiddenLayers, 4);
+  }
+}
+
+TEST(ModelConfig, RopeParametersOfAnotherTypeAreRejectedByName) {
+  for (const char *family : {"qwen3-moe", "llama", "qwen3-next"}) {
+    SCOPED_TRACE(family);
+    nlohmann::json j = preset(family);
+    j["rope_parameters"] = {{"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}};
+    EXPECT_EQ(errorOf(j), "config.json: field 'rope_parameters': RoPE type 'yarn' is not "
+                          "supported (supported: default)");
+    j["rope_parameters"] = 3;
+    EXPECT_EQ(errorOf(j), "config.json: field 'rope_parameters': expected an object");
+  }
 }
 
 } // namespace

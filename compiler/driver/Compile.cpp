@@ -12,7 +12,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace volt::driver {
@@ -129,6 +133,29 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
   if (!checked)
     return checked.error();
 
+  // The plan's folder is made, and shown to be writable, before any
+  // expensive phase: a compile does not fail at its last step for a
+  // missing or read-only folder.
+  std::filesystem::path output = options.output;
+  if (output.empty())
+    output = std::filesystem::path(specFile).replace_extension(".vplan");
+  if (options.emit == pipeline::Phase::Plan) {
+    std::error_code ec;
+    const std::filesystem::path folder = output.parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder) &&
+        !std::filesystem::create_directories(folder, ec))
+      return Error(specFile.string() + ": cannot create the output folder " + folder.string() +
+                   (ec ? ": " + ec.message() : ""));
+    const std::filesystem::path probe = output.string() + ".partial";
+    {
+      std::ofstream test(probe, std::ios::binary | std::ios::trunc);
+      if (!test)
+        return Error(specFile.string() + ": cannot write the plan at " + output.string() +
+                     ": " + std::strerror(errno));
+    }
+    std::filesystem::remove(probe, ec);
+  }
+
   mlir::MLIRContext context;
   context.loadDialect<volt::vexec::VexecDialect>();
   DiagnosticCollector diagnostics(context);
@@ -156,9 +183,6 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
   if (options.emit == pipeline::Phase::Memory)
     return formatMemoryPlan(**module);
   if (options.emit == pipeline::Phase::Plan) {
-    std::filesystem::path output = options.output;
-    if (output.empty())
-      output = std::filesystem::path(specFile).replace_extension(".vplan");
     plan::EmitOptions emit;
     emit.output = output;
     emit.log = options.log;

@@ -81,16 +81,23 @@ Result<Layer> bindTransformerLayer(TensorBinder &b, const ModelConfig &c, int64_
   Attention attention;
   VOLT_BIND(attention, bindAttention(b, c, p + "self_attn."));
   l.mixer = std::move(attention);
+  VOLT_BIND(l.ffn, bindFeedForward(b, c, i, p, ffnPrefix, expertNames));
+  return l;
+}
+
+Result<std::variant<GatedMlp, Moe>> bindFeedForward(TensorBinder &b, const ModelConfig &c,
+                                                    int64_t i, const std::string &layerPrefix,
+                                                    const std::string &moePrefix,
+                                                    const MlpNames &expertNames) {
   if (c.isMoeLayer(i)) {
     Moe moe;
-    VOLT_BIND(moe, bindMoe(b, c, p + ffnPrefix, expertNames));
-    l.ffn = std::move(moe);
-  } else {
-    GatedMlp mlp;
-    VOLT_BIND(mlp, bindGatedMlp(b, p + "mlp.", MlpNames{}, h, c.intermediateSize));
-    l.ffn = std::move(mlp);
+    VOLT_BIND(moe, bindMoe(b, c, layerPrefix + moePrefix, expertNames));
+    return std::variant<GatedMlp, Moe>(std::move(moe));
   }
-  return l;
+  GatedMlp mlp;
+  VOLT_BIND(mlp,
+            bindGatedMlp(b, layerPrefix + "mlp.", MlpNames{}, c.hiddenSize, c.intermediateSize));
+  return std::variant<GatedMlp, Moe>(std::move(mlp));
 }
 
 FamilyDef transformerFamily(std::string name, std::string architecture,

@@ -46,6 +46,13 @@ Result<Attention> bindAttention(TensorBinder &b, const ModelConfig &c, const std
 Result<Moe> bindMoe(TensorBinder &b, const ModelConfig &c, const std::string &prefix,
                     const MlpNames &expertNames);
 
+/// Layer `i`'s feed-forward block under `layerPrefix`: `moePrefix` as a MoE
+/// block where the config makes the layer sparse, else an MLP at "mlp.".
+Result<std::variant<GatedMlp, Moe>> bindFeedForward(TensorBinder &b, const ModelConfig &c,
+                                                    int64_t i, const std::string &layerPrefix,
+                                                    const std::string &moePrefix,
+                                                    const MlpNames &expertNames);
+
 /// A family of transformer layers (bindTransformerLayer's, with its MoE
 /// block at `ffnPrefix` and experts named `expertNames`), reading its own
 /// config fields with `parseConfig`.

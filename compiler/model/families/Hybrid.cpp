@@ -6,18 +6,12 @@
 namespace volt::model::families {
 namespace {
 
-/// rope_parameters (transformers 5 configs) or the top-level fields.
+/// The rotated dimensions: partial_rotary_factor, top-level or in
+/// rope_parameters (whose type and theta parseModelConfig has read).
 Status readRope(const JsonFields &f, ModelConfig &c) {
   double factor = 0.25; // Qwen3-Next's default
   if (const nlohmann::json *rp = f.find("rope_parameters")) {
-    if (!rp->is_object())
-      return f.error("rope_parameters", "expected an object");
     JsonFields r(*rp, f.where() + ": rope_parameters");
-    std::string type;
-    VOLT_READ(type, r.string("rope_type", "default"));
-    if (type != "default")
-      return r.error("rope_type", "RoPE type '" + type + "' is not supported (supported: default)");
-    VOLT_READ(c.ropeTheta, r.positiveNumber("rope_theta", c.ropeTheta));
     VOLT_READ(factor, r.positiveNumber("partial_rotary_factor", factor));
   }
   if (f.has("partial_rotary_factor"))
@@ -161,15 +155,7 @@ Result<Layer> bindHybridLayer(TensorBinder &b, const ModelConfig &c, int64_t i,
     VOLT_BIND(a, bindGatedAttention(b, c, p + "self_attn."));
     l.mixer = std::move(a);
   }
-  if (c.isMoeLayer(i)) {
-    Moe moe;
-    VOLT_BIND(moe, bindMoe(b, c, p + "mlp.", MlpNames{}));
-    l.ffn = std::move(moe);
-  } else {
-    GatedMlp mlp;
-    VOLT_BIND(mlp, bindGatedMlp(b, p + "mlp.", MlpNames{}, h, c.intermediateSize));
-    l.ffn = std::move(mlp);
-  }
+  VOLT_BIND(l.ffn, bindFeedForward(b, c, i, p, "mlp.", MlpNames{}));
   return l;
 }
 

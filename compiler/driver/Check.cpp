@@ -26,10 +26,15 @@ bool dropIndexed(std::string_view &s, std::string_view prefix) {
   return true;
 }
 
-/// "model.layers.3.mlp.experts.17.up_proj.weight" -> "mlp.experts.*.up_proj".
+/// "model.layers.3.mlp.experts.17.up_proj.weight" -> "mlp.experts.*.up_proj"
+/// (also under a multimodal checkpoint's "model.language_model.").
 std::string roleOf(std::string_view name) {
-  if (!dropIndexed(name, "model.layers.") && name.substr(0, 6) == "model.")
-    name.remove_prefix(6);
+  for (std::string_view prefix : {"model.language_model.", "model."})
+    if (name.starts_with(prefix)) {
+      name.remove_prefix(prefix.size());
+      break;
+    }
+  dropIndexed(name, "layers.");
   if (name.size() > 7 && name.substr(name.size() - 7) == ".weight")
     name.remove_suffix(7);
   std::string role;
@@ -245,6 +250,9 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
       names += ", ...";
     row("unused tensors", formatCount(r.model.unusedTensors.size()) + " (" + names + ")");
   }
+  for (const model::Model::SetAside &a : r.model.setAside)
+    if (a.tensors > 0)
+      row("not run", a.what + ": " + formatCount(a.tensors) + " tensors (" + a.prefix + "*)");
   if (listTensors) {
     out << "  tensors:\n";
     r.model.forEachLinear([&](const model::Linear &l) {
@@ -274,6 +282,10 @@ nlohmann::json checkReportJson(const CheckReport &r) {
   nlohmann::json others = nlohmann::json::object();
   for (const auto &[tp, bytes] : r.otherTensorParallel)
     others[std::to_string(tp)] = bytes;
+  nlohmann::json notRun = nlohmann::json::array();
+  for (const model::Model::SetAside &a : r.model.setAside)
+    if (a.tensors > 0)
+      notRun.push_back({{"what", a.what}, {"prefix", a.prefix}, {"tensors", a.tensors}});
   return {{"spec", r.spec.specFile.string()},
           {"valid", true},
           {"target", r.spec.sku.name},
@@ -305,7 +317,8 @@ nlohmann::json checkReportJson(const CheckReport &r) {
             {"dense_bytes", r.rankDenseBytes},
             {"total_bytes", r.rankNvfp4Bytes + r.rankDenseBytes}}},
           {"weights_per_gpu_at_other_tensor_parallel_sizes", others},
-          {"unused_tensors", r.model.unusedTensors}};
+          {"unused_tensors", r.model.unusedTensors},
+          {"not_run", notRun}};
 }
 
 } // namespace volt::driver

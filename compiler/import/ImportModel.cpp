@@ -74,15 +74,43 @@ private:
   float maxAbs(const model::Tensor *t) {
     if (!t || !options_.readWeightRanges)
       return 0.0f;
-    auto data = t->data();
+    return maxAbsIn(*t, 0, t->data().size());
+  }
+
+  /// The largest magnitude of a dense linear weight's rows: its view's runs
+  /// when it is one (an expert of a stacked tensor reads only its slice).
+  float maxAbs(const Linear &l) {
+    if (!l.weight || !options_.readWeightRanges)
+      return 0.0f;
+    if (!l.view)
+      return maxAbs(l.weight);
+    const model::RowView &v = *l.view;
+    const size_t rowBytes = static_cast<size_t>(l.inFeatures) * model::dtypeSize(l.weight->dtype());
+    const int64_t groups = std::max<int64_t>(1, v.groups);
+    const int64_t run = l.outFeatures / groups;
+    const int64_t base = v.expert >= 0 ? v.expert * v.tensorRows : 0;
     float best = 0.0f;
-    switch (t->dtype()) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const size_t first = static_cast<size_t>(base + v.offset + g * v.stride) * rowBytes;
+      best = std::max(best, maxAbsIn(*l.weight, first, static_cast<size_t>(run) * rowBytes));
+    }
+    return best;
+  }
+
+  /// The largest magnitude of bytes [first, first + size) of a dense tensor.
+  static float maxAbsIn(const model::Tensor &t, size_t first, size_t size) {
+    auto all = t.data();
+    if (first >= all.size())
+      return 0.0f;
+    auto data = all.subspan(first, std::min(size, all.size() - first));
+    float best = 0.0f;
+    switch (t.dtype()) {
     case model::DType::BF16:
     case model::DType::F16:
       for (size_t i = 0; i + 1 < data.size(); i += 2) {
         uint16_t h;
         std::memcpy(&h, data.data() + i, 2);
-        float v = t->dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+        float v = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
         best = std::max(best, std::fabs(v));
       }
       break;
@@ -190,13 +218,13 @@ private:
                    "); volt needs the parts of a fused projection in one format";
           return {};
         }
-        tensorNames.push_back(l->isNvfp4() ? l->module : l->module + ".weight");
+        tensorNames.push_back(l->isNvfp4() ? l->module : l->weightTensorName());
         views.push_back(l->view ? &*l->view : nullptr);
         if (e == 0)
           partRows.push_back(l->outFeatures);
         scales.push_back(l->globalScale);
         if (!l->isNvfp4())
-          absMax = std::max(absMax, maxAbs(l->weight));
+          absMax = std::max(absMax, maxAbs(*l));
       }
     }
     int64_t experts = stacked ? static_cast<int64_t>(perExpert.size()) : 0;
@@ -210,7 +238,7 @@ private:
       scales.clear();
       for (const auto &parts : perExpert)
         for (const Linear *l : parts) {
-          float amax = maxAbs(l->weight);
+          float amax = maxAbs(*l);
           scales.push_back(amax > 0.0f ? amax / (6.0f * 448.0f) : 1.0f);
         }
     }

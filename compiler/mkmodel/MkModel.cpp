@@ -86,6 +86,10 @@ public:
 
   std::vector<PendingTensor> take() { return std::move(tensors_); }
 
+  /// Writes every linear layer dense from now on (what the exports leave
+  /// unquantized whole: the MTP head).
+  void setDense(bool dense) { dense_ = dense; }
+
   /// A dense parameter: `base + spread * normal`.
   void param(const std::string &name, std::vector<int64_t> shape, float base, float spread) {
     PendingTensor t{name, DType::BF16, std::move(shape), {}};
@@ -105,7 +109,7 @@ public:
   /// Linear layers that a fused GEMM reads together (q/k/v, gate/up): in
   /// ModelOpt exports they share one global scale.
   void linears(const std::vector<Part> &parts, bool quantizable) {
-    bool quantize = quantizable && o_.format != Format::BF16;
+    bool quantize = quantizable && !dense_ && o_.format != Format::BF16;
     if (!quantize) {
       for (const Part &p : parts) {
         param(p.module + ".weight", {p.out, p.in}, 0.0f, 1.0f / std::sqrt(float(p.in)));
@@ -175,16 +179,25 @@ private:
   const Options &o_;
   const model::ModelConfig &c_;
   std::vector<PendingTensor> tensors_;
+  bool dense_ = false;
 };
 
-/// Qwen3-Next's linear attention: projections grouped per key head, the
-/// conv, and the gates' parameters spread so that decays differ per head.
-void gatedDeltaNet(Emitter &e, const model::ModelConfig &c, const std::string &m,
-                   bool quantize) {
+/// Linear attention: projections grouped per key head (Qwen3-Next) or flat
+/// (Qwen3.5), the conv, and the gates' parameters spread so that decays
+/// differ per head.
+void gatedDeltaNet(Emitter &e, const model::ModelConfig &c, const std::string &m, bool flat) {
   const int64_t h = c.hiddenSize, hk = c.linearNumKeyHeads, hv = c.linearNumValueHeads;
   const int64_t dk = c.linearKeyHeadDim, dv = c.linearValueHeadDim;
-  e.linears({{m + "in_proj_qkvz", hk * (2 * dk + 2 * (hv / hk) * dv), h}}, quantize);
-  e.linears({{m + "in_proj_ba", 2 * hv, h}}, false);
+  // The NVFP4 exports keep linear attention's inputs in BF16.
+  if (flat) {
+    e.linears({{m + "in_proj_qkv", 2 * hk * dk + hv * dv, h}}, false);
+    e.linears({{m + "in_proj_z", hv * dv, h}}, false);
+    e.linears({{m + "in_proj_b", hv, h}}, false);
+    e.linears({{m + "in_proj_a", hv, h}}, false);
+  } else {
+    e.linears({{m + "in_proj_qkvz", hk * (2 * dk + 2 * (hv / hk) * dv), h}}, false);
+    e.linears({{m + "in_proj_ba", 2 * hv, h}}, false);
+  }
   e.param(m + "conv1d.weight", {c.linearConvDim(), 1, c.linearConvKernelDim}, 0.0f, 0.5f);
   // A = exp(A_log) around 0.4, dt_bias around -0.5: per-token decays spread
   // over (0, 1) rather than near 0 or 1.
@@ -194,75 +207,156 @@ void gatedDeltaNet(Emitter &e, const model::ModelConfig &c, const std::string &m
   e.linears({{m + "out_proj", h, hv * dv}}, true);
 }
 
-std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConfig &c) {
-  Emitter e(o, c);
-  int64_t h = c.hiddenSize, hd = c.headDim;
+/// One decoder layer under `p` with mixer `mixer`, a MoE block where `moe`.
+/// Qwen3.5's BF16 releases store the experts stacked (`fused`).
+void decoderLayer(Emitter &e, const model::ModelConfig &c, const std::string &p,
+                  model::MixerKind mixer, bool moe, bool fused) {
+  const int64_t h = c.hiddenSize, hd = c.headDim;
   // Zero-centred norms (x̂ · (1 + w)) are written around 0, others around 1.
   const float normBase = c.zeroCentredNorms ? 0.0f : 1.0f;
-  e.param("model.embed_tokens.weight", {c.vocabSize, h}, 0.0f, 1.0f);
-  for (int64_t i = 0; i < c.numHiddenLayers; ++i) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    e.param(p + "input_layernorm.weight", {h}, normBase, 0.1f);
-    if (c.mixers[static_cast<size_t>(i)] == model::MixerKind::GatedDeltaNet) {
-      // ModelOpt's Qwen3-Next export: linear attention's inputs in BF16.
-      gatedDeltaNet(e, c, p + "linear_attn.", false);
-    } else {
-      std::string a = p + "self_attn.";
-      const int64_t qRows = c.numAttentionHeads * hd * (c.attnOutputGate ? 2 : 1);
-      e.linears({{a + "q_proj", qRows, h, c.qkvBias},
-                 {a + "k_proj", c.numKeyValueHeads * hd, h, c.qkvBias},
-                 {a + "v_proj", c.numKeyValueHeads * hd, h, c.qkvBias}},
-                !c.attnOutputGate);
-      e.linears({{a + "o_proj", h, c.numAttentionHeads * hd}}, true);
-      if (c.qkNorm) {
-        e.param(a + "q_norm.weight", {hd}, normBase, 0.1f);
-        e.param(a + "k_norm.weight", {hd}, normBase, 0.1f);
-      }
+  const bool flat = c.family->name.starts_with("qwen3.5");
+  e.param(p + "input_layernorm.weight", {h}, normBase, 0.1f);
+  if (mixer == model::MixerKind::GatedDeltaNet) {
+    gatedDeltaNet(e, c, p + "linear_attn.", flat);
+  } else {
+    std::string a = p + "self_attn.";
+    const int64_t qRows = c.numAttentionHeads * hd * (c.attnOutputGate ? 2 : 1);
+    e.linears({{a + "q_proj", qRows, h, c.qkvBias},
+               {a + "k_proj", c.numKeyValueHeads * hd, h, c.qkvBias},
+               {a + "v_proj", c.numKeyValueHeads * hd, h, c.qkvBias}},
+              !c.attnOutputGate);
+    e.linears({{a + "o_proj", h, c.numAttentionHeads * hd}}, true);
+    if (c.qkNorm) {
+      e.param(a + "q_norm.weight", {hd}, normBase, 0.1f);
+      e.param(a + "k_norm.weight", {hd}, normBase, 0.1f);
     }
-    e.param(p + "post_attention_layernorm.weight", {h}, normBase, 0.1f);
-    if (!c.isMoeLayer(i)) {
-      e.gatedMlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediateSize);
-      continue;
-    }
-    bool mixtral = c.family->name == "mixtral";
-    std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
-    e.linears({{m + "gate", c.numExperts, h}}, false);
+  }
+  e.param(p + "post_attention_layernorm.weight", {h}, normBase, 0.1f);
+  if (!moe) {
+    e.gatedMlp(p + "mlp.", "gate_proj", "up_proj", "down_proj", c.intermediateSize);
+    return;
+  }
+  bool mixtral = c.family->name == "mixtral";
+  std::string m = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  const int64_t width = c.moeIntermediateSize;
+  e.linears({{m + "gate", c.numExperts, h}}, false);
+  if (fused) {
+    e.param(m + "experts.gate_up_proj", {c.numExperts, 2 * width, h}, 0.0f,
+            1.0f / std::sqrt(float(h)));
+    e.param(m + "experts.down_proj", {c.numExperts, h, width}, 0.0f,
+            1.0f / std::sqrt(float(width)));
+  } else {
     for (int64_t x = 0; x < c.numExperts; ++x) {
       std::string ep = m + "experts." + std::to_string(x) + ".";
       if (mixtral)
-        e.gatedMlp(ep, "w1", "w3", "w2", c.moeIntermediateSize);
+        e.gatedMlp(ep, "w1", "w3", "w2", width);
       else
-        e.gatedMlp(ep, "gate_proj", "up_proj", "down_proj", c.moeIntermediateSize);
-    }
-    if (c.sharedExpertIntermediateSize > 0) {
-      e.gatedMlp(m + "shared_expert.", "gate_proj", "up_proj", "down_proj",
-                 c.sharedExpertIntermediateSize);
-      e.linears({{m + "shared_expert_gate", 1, h}}, false);
+        e.gatedMlp(ep, "gate_proj", "up_proj", "down_proj", width);
     }
   }
-  e.param("model.norm.weight", {h}, normBase, 0.1f);
+  if (c.sharedExpertIntermediateSize > 0) {
+    e.gatedMlp(m + "shared_expert.", "gate_proj", "up_proj", "down_proj",
+               c.sharedExpertIntermediateSize);
+    e.linears({{m + "shared_expert_gate", 1, h}}, false);
+  }
+}
+
+/// Qwen3.5's vision tower under model.visual., in the names and shapes of
+/// transformers' Qwen3_5VisionModel for `vision` (its config).
+void visionTower(Emitter &e, const json &vision) {
+  const int64_t hidden = vision.value("hidden_size", int64_t(0));
+  const int64_t width = vision.value("intermediate_size", int64_t(0));
+  const int64_t out = vision.value("out_hidden_size", int64_t(0));
+  const int64_t patch = vision.value("patch_size", int64_t(0));
+  const int64_t temporal = vision.value("temporal_patch_size", int64_t(0));
+  const int64_t merge = vision.value("spatial_merge_size", int64_t(0));
+  const int64_t channels = vision.value("in_channels", int64_t(3));
+  const int64_t merged = hidden * merge * merge;
+  const std::string v = "model.visual.";
+  auto linear = [&](const std::string &name, int64_t rows, int64_t cols) {
+    e.param(name + ".weight", {rows, cols}, 0.0f, 1.0f / std::sqrt(float(cols)));
+    e.param(name + ".bias", {rows}, 0.0f, 0.02f);
+  };
+  auto norm = [&](const std::string &name, int64_t n) {
+    e.param(name + ".weight", {n}, 1.0f, 0.1f);
+    e.param(name + ".bias", {n}, 0.0f, 0.02f);
+  };
+  e.param(v + "patch_embed.proj.weight", {hidden, channels, temporal, patch, patch}, 0.0f, 0.05f);
+  e.param(v + "patch_embed.proj.bias", {hidden}, 0.0f, 0.02f);
+  e.param(v + "pos_embed.weight", {vision.value("num_position_embeddings", int64_t(0)), hidden},
+          0.0f, 0.02f);
+  for (int64_t b = 0; b < vision.value("depth", int64_t(0)); ++b) {
+    const std::string p = v + "blocks." + std::to_string(b) + ".";
+    norm(p + "norm1", hidden);
+    norm(p + "norm2", hidden);
+    linear(p + "attn.qkv", 3 * hidden, hidden);
+    linear(p + "attn.proj", hidden, hidden);
+    linear(p + "mlp.linear_fc1", width, hidden);
+    linear(p + "mlp.linear_fc2", hidden, width);
+  }
+  norm(v + "merger.norm", hidden);
+  linear(v + "merger.linear_fc1", merged, merged);
+  linear(v + "merger.linear_fc2", out, merged);
+}
+
+/// The MTP head (vLLM's Qwen3-Next / Qwen3.5 layout): fc over [embedding |
+/// hidden], its two norms, one full-attention layer and a final norm.
+void mtpHead(Emitter &e, const model::ModelConfig &c, bool fused) {
+  const int64_t h = c.hiddenSize;
+  const float normBase = c.zeroCentredNorms ? 0.0f : 1.0f;
+  e.setDense(true);
+  e.linears({{"mtp.fc", h, 2 * h}}, false);
+  e.param("mtp.pre_fc_norm_embedding.weight", {h}, normBase, 0.1f);
+  e.param("mtp.pre_fc_norm_hidden.weight", {h}, normBase, 0.1f);
+  decoderLayer(e, c, "mtp.layers.0.", model::MixerKind::Attention, c.isMoe(), fused);
+  e.param("mtp.norm.weight", {h}, normBase, 0.1f);
+  e.setDense(false);
+}
+
+std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConfig &c,
+                                        const json &config) {
+  Emitter e(o, c);
+  const int64_t h = c.hiddenSize;
+  const float normBase = c.zeroCentredNorms ? 0.0f : 1.0f;
+  const bool qwen3_5 = c.family->name.starts_with("qwen3.5");
+  const bool fused = qwen3_5 && o.format == Format::BF16;
+  e.param(c.tensorPrefix + "embed_tokens.weight", {c.vocabSize, h}, 0.0f, 1.0f);
+  for (int64_t i = 0; i < c.numHiddenLayers; ++i)
+    decoderLayer(e, c, c.layerPrefix(i), c.mixers[static_cast<size_t>(i)], c.isMoeLayer(i), fused);
+  e.param(c.tensorPrefix + "norm.weight", {h}, normBase, 0.1f);
   if (!c.tieWordEmbeddings)
     e.linears({{"lm_head", c.vocabSize, h}}, false);
+  if (qwen3_5) {
+    if (const auto vision = config.find("vision_config"); vision != config.end())
+      visionTower(e, *vision);
+    mtpHead(e, c, fused);
+  }
   return e.take();
 }
 
 json excludeList(const model::ModelConfig &c, Format format) {
   bool ct = format == Format::CompressedTensors;
   json list = json::array({"lm_head"});
+  const std::string layers = c.tensorPrefix + "layers.*.";
   if (c.attnOutputGate) // the hybrids' exports keep attention's inputs unquantized
     for (const char *m : {"q_proj", "k_proj", "v_proj"})
       list.push_back(ct ? std::string("re:.*self_attn\\.") + m + "$"
-                        : std::string("model.layers.*.self_attn.") + m);
+                        : layers + "self_attn." + m);
   if (c.hasMixer(model::MixerKind::GatedDeltaNet))
-    for (const char *m : {"in_proj_qkvz", "in_proj_ba"})
+    for (const char *m : {"in_proj_qkvz", "in_proj_ba", "in_proj_qkv", "in_proj_z", "in_proj_b",
+                          "in_proj_a"})
       list.push_back(ct ? std::string("re:.*linear_attn\\.") + m + "$"
-                        : std::string("model.layers.*.linear_attn.") + m);
+                        : layers + "linear_attn." + m);
   if (c.family->name == "mixtral")
     list.push_back(ct ? "re:.*block_sparse_moe\\.gate$" : "model.layers.*.block_sparse_moe.gate");
   else if (c.isMoe())
-    list.push_back(ct ? "re:.*mlp\\.gate$" : "model.layers.*.mlp.gate");
+    list.push_back(ct ? "re:.*mlp\\.gate$" : layers + "mlp.gate");
   if (c.sharedExpertIntermediateSize > 0)
-    list.push_back(ct ? "re:.*shared_expert_gate$" : "model.layers.*.mlp.shared_expert_gate");
+    list.push_back(ct ? "re:.*shared_expert_gate$" : layers + "mlp.shared_expert_gate");
+  if (c.family->name.starts_with("qwen3.5")) { // the vision tower and the MTP head stay BF16
+    list.push_back(ct ? "re:^model\\.visual\\..*" : "model.visual*");
+    list.push_back(ct ? "re:^mtp\\..*" : "mtp*");
+  }
   return list;
 }
 
@@ -385,7 +479,7 @@ Result<Written> writeModelReport(const Options &o) {
                                         {"pad_token_id", c.vocabSize - 3}}));
   }
 
-  std::vector<PendingTensor> tensors = modelTensors(o, c);
+  std::vector<PendingTensor> tensors = modelTensors(o, c, config);
   uint64_t total = 0;
   for (const PendingTensor &t : tensors)
     total += t.size();

@@ -38,11 +38,13 @@ Result<Format> parseFormat(const std::string &name);
 
 /// Shape presets: "tiny" (every family), or a published model's shape
 /// ("qwen3-30b-a3b", "qwen2-57b-a14b", "qwen1.5-moe-a2.7b", "mixtral-8x7b",
-/// "qwen3-32b").
+/// "qwen3-32b", "qwen3-next-80b-a3b", "qwen3.6-35b-a3b", "qwen3.5-27b",
+/// "qwen3.5-122b-a10b").
 std::vector<std::string> presetNames();
 
 struct Options {
-  std::string family = "qwen3-moe"; ///< qwen3-moe, qwen2-moe, mixtral, qwen3, llama
+  /// qwen3-moe, qwen2-moe, mixtral, qwen3, llama, qwen3-next, qwen3.5, qwen3.5-moe
+  std::string family = "qwen3-moe";
   Format format = Format::ModelOpt;
   std::string preset = "tiny";
   uint64_t seed = 0;

@@ -27,6 +27,106 @@ json common(const char *arch, const char *modelType) {
           {"transformers_version", "4.51.0"}};
 }
 
+/// A Qwen3.5 / Qwen3.6 config.json: the multimodal wrapper around `text`
+/// (architectures, the vision tower's config, the special tokens' ids).
+json qwen3_5Config(bool moe, json text, json vision, int64_t firstVisionToken) {
+  const char *type = moe ? "qwen3_5_moe" : "qwen3_5";
+  text["model_type"] = std::string(type) + "_text";
+  vision["model_type"] = type;
+  return {{"architectures",
+           {moe ? "Qwen3_5MoeForConditionalGeneration" : "Qwen3_5ForConditionalGeneration"}},
+          {"model_type", type},
+          {"text_config", std::move(text)},
+          {"vision_config", std::move(vision)},
+          {"vision_start_token_id", firstVisionToken},
+          {"vision_end_token_id", firstVisionToken + 1},
+          {"image_token_id", firstVisionToken + 3},
+          {"video_token_id", firstVisionToken + 4},
+          {"tie_word_embeddings", false},
+          {"transformers_version", "5.24.0"}};
+}
+
+/// The text fields a Qwen3.5 config shares; `moe` adds the MoE block's.
+json qwen3_5Text(bool moe, int64_t hidden, int64_t layers, int64_t heads, int64_t kvHeads,
+                 int64_t headDim, int64_t keyHeads, int64_t valueHeads, int64_t linearHeadDim,
+                 double theta, int64_t vocab) {
+  json layerTypes = json::array();
+  for (int64_t i = 0; i < layers; ++i)
+    layerTypes.push_back((i + 1) % 4 == 0 ? "full_attention" : "linear_attention");
+  json t = {{"hidden_act", "silu"},
+            {"dtype", "bfloat16"},
+            {"initializer_range", 0.02},
+            {"attention_dropout", 0.0},
+            {"attention_bias", false},
+            {"attn_output_gate", true},
+            {"use_cache", true},
+            {"vocab_size", vocab},
+            {"hidden_size", hidden},
+            {"num_hidden_layers", layers},
+            {"layer_types", layerTypes},
+            {"full_attention_interval", 4},
+            {"num_attention_heads", heads},
+            {"num_key_value_heads", kvHeads},
+            {"head_dim", headDim},
+            {"linear_num_key_heads", keyHeads},
+            {"linear_num_value_heads", valueHeads},
+            {"linear_key_head_dim", linearHeadDim},
+            {"linear_value_head_dim", linearHeadDim},
+            {"linear_conv_kernel_dim", 4},
+            {"mamba_ssm_dtype", "float32"},
+            {"mtp_num_hidden_layers", 1},
+            {"mtp_use_dedicated_embeddings", false},
+            {"rms_norm_eps", 1e-6},
+            {"rope_parameters",
+             {{"rope_type", "default"},
+              {"rope_theta", theta},
+              {"partial_rotary_factor", 0.25},
+              {"mrope_section", {11, 11, 10}},
+              {"mrope_interleaved", true}}},
+            {"tie_word_embeddings", false}};
+  if (moe)
+    t["router_aux_loss_coef"] = 0.001;
+  return t;
+}
+
+/// The vision tower's config (volt does not run it; its tensors are written
+/// so that the checkpoint has the published layout).
+json qwen3_5Vision(int64_t depth, int64_t hidden, int64_t width, int64_t heads,
+                   int64_t outHidden, int64_t patch, int64_t positions) {
+  return {{"depth", depth},           {"hidden_size", hidden},
+          {"hidden_act", "gelu_pytorch_tanh"},
+          {"intermediate_size", width}, {"num_heads", heads},
+          {"in_channels", 3},         {"patch_size", patch},
+          {"spatial_merge_size", 2},  {"temporal_patch_size", 2},
+          {"out_hidden_size", outHidden}, {"num_position_embeddings", positions},
+          {"initializer_range", 0.02}};
+}
+
+/// Qwen3.5's tiny model: layers 1 and 3 full attention (the published
+/// interval of 4 would leave one in four layers; two of four exercise both
+/// mixers with the state across them), head_dim 16 with a quarter rotated.
+json qwen3_5Tiny(bool moe) {
+  const int64_t vocab = 512;
+  json text = qwen3_5Text(moe, 64, 4, 4, 2, 16, 4, 8, 16, 1000000.0, vocab);
+  text["layer_types"] = {"linear_attention", "full_attention", "linear_attention",
+                         "full_attention"};
+  text["full_attention_interval"] = 2;
+  text["linear_value_head_dim"] = 8;
+  text["max_position_embeddings"] = 2048;
+  text["rope_parameters"]["mrope_section"] = {1, 1, 0};
+  text["eos_token_id"] = vocab - 3;
+  text["pad_token_id"] = vocab - 3;
+  text["bos_token_id"] = nullptr;
+  if (moe)
+    text.update({{"num_experts", 8},
+                 {"num_experts_per_tok", 2},
+                 {"moe_intermediate_size", 32},
+                 {"shared_expert_intermediate_size", 32}});
+  else
+    text["intermediate_size"] = 128;
+  return qwen3_5Config(moe, std::move(text), qwen3_5Vision(1, 32, 64, 2, 64, 4, 16), vocab - 12);
+}
+
 json tiny(const std::string &family) {
   json c;
   int64_t vocab = 512;
@@ -95,6 +195,8 @@ json tiny(const std::string &family) {
               {"linear_conv_kernel_dim", 4},
               {"attention_bias", false},
               {"tie_word_embeddings", false}});
+  } else if (family == "qwen3.5" || family == "qwen3.5-moe") {
+    return qwen3_5Tiny(family == "qwen3.5-moe");
   } else {
     return nullptr;
   }
@@ -201,6 +303,30 @@ json published(const std::string &preset) {
               {"bos_token_id", 151643},      {"eos_token_id", 151645}});
     return c;
   }
+  if (preset == "qwen3.6-35b-a3b" || preset == "qwen3.5-122b-a10b") {
+    // The shape fields of Qwen/Qwen3.6-35B-A3B and Qwen/Qwen3.5-122B-A10B.
+    const bool big = preset == "qwen3.5-122b-a10b";
+    json text = big ? qwen3_5Text(true, 3072, 48, 32, 2, 256, 16, 64, 128, 10000000.0, 248320)
+                    : qwen3_5Text(true, 2048, 40, 16, 2, 256, 16, 32, 128, 10000000.0, 248320);
+    const int64_t width = big ? 1024 : 512;
+    text.update({{"num_experts", 256},
+                 {"num_experts_per_tok", 8},
+                 {"moe_intermediate_size", width},
+                 {"shared_expert_intermediate_size", width},
+                 {"max_position_embeddings", 262144},
+                 {"eos_token_id", 248044}});
+    return qwen3_5Config(true, std::move(text),
+                         qwen3_5Vision(27, 1152, 4304, 16, big ? 3072 : 2048, 16, 2304), 248053);
+  }
+  if (preset == "qwen3.5-27b") {
+    // The shape fields of Qwen/Qwen3.5-27B.
+    json text = qwen3_5Text(false, 5120, 64, 24, 4, 256, 16, 48, 128, 10000000.0, 248320);
+    text.update({{"intermediate_size", 17408},
+                 {"max_position_embeddings", 262144},
+                 {"eos_token_id", 248044}});
+    return qwen3_5Config(false, std::move(text), qwen3_5Vision(27, 1152, 4304, 16, 5120, 16, 2304),
+                         248053);
+  }
   return nullptr;
 }
 
@@ -216,17 +342,23 @@ const char *presetFamily(const std::string &preset) {
     return "qwen3";
   if (preset == "qwen3-next-80b-a3b")
     return "qwen3-next";
+  if (preset == "qwen3.6-35b-a3b" || preset == "qwen3.5-122b-a10b")
+    return "qwen3.5-moe";
+  if (preset == "qwen3.5-27b")
+    return "qwen3.5";
   return nullptr;
 }
 
 const std::vector<std::string> kFamilies = {"qwen3-moe", "qwen2-moe", "mixtral", "qwen3",
-                                            "llama",     "qwen3-next"};
+                                            "llama",     "qwen3-next", "qwen3.5",
+                                            "qwen3.5-moe"};
 
 } // namespace
 
 std::vector<std::string> presetNames() {
   return {"tiny",         "qwen3-30b-a3b", "qwen2-57b-a14b",    "qwen1.5-moe-a2.7b",
-          "mixtral-8x7b", "qwen3-32b",     "qwen3-next-80b-a3b"};
+          "mixtral-8x7b", "qwen3-32b",     "qwen3-next-80b-a3b", "qwen3.6-35b-a3b",
+          "qwen3.5-27b",  "qwen3.5-122b-a10b"};
 }
 
 Result<nlohmann::json> presetConfig(const std::string &family, const std::string &preset) {

@@ -24,7 +24,8 @@ std::vector<const FamilyDef *> &registered() {
 std::vector<const FamilyDef *> allFamilies() {
   std::vector<const FamilyDef *> all = {&families::qwen3Moe(), &families::qwen2Moe(),
                                         &families::mixtral(), &families::qwen3(),
-                                        &families::llama(), &families::qwen3Next()};
+                                        &families::llama(), &families::qwen3Next(),
+                                        &families::qwen3_5(), &families::qwen3_5Moe()};
   std::lock_guard<std::mutex> lock(registryMutex());
   all.insert(all.end(), registered().begin(), registered().end());
   return all;

@@ -34,6 +34,15 @@ struct FamilyDef {
   /// The config.json `architectures` names it reads; the first is the one
   /// plans record.
   std::vector<std::string> architectures;
+  /// Those of `architectures` that are multimodal checkpoints whose
+  /// language model volt runs: config.json nests its fields under
+  /// `text_config` (which must be there) and its tensors are under
+  /// "model.language_model." (Qwen3.5's …ForConditionalGeneration).
+  std::vector<std::string> nestedArchitectures;
+  /// Tensor-name prefixes of the whole model that volt does not run, each
+  /// with what it is ("model.visual." the vision tower): reported apart
+  /// from the unused tensors, never an error.
+  std::vector<std::pair<std::string, std::string>> setAsidePrefixes;
   /// The `layer_types` values its layers may have, and the mixer each is.
   /// Without `layer_types` in the config, every layer is the first.
   std::vector<std::pair<std::string, MixerKind>> layerTypes = {

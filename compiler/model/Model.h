@@ -75,6 +75,12 @@ struct Linear {
   std::optional<RowView> view;
 
   bool isNvfp4() const { return format == WeightFormat::Nvfp4; }
+  /// The dense weight's tensor name: module + ".weight", or `module` itself
+  /// for an expert of a stacked tensor (transformers' fused
+  /// experts.gate_up_proj [E, 2I, H]).
+  std::string weightTensorName() const {
+    return view && view->expert >= 0 ? module : module + ".weight";
+  }
   uint64_t numParams() const;
   /// Bytes as stored in the checkpoint (NVFP4: data + block scales + global
   /// scale).
@@ -166,8 +172,15 @@ struct Model {
   /// The checkpoint (empty when only config files are present).
   std::unique_ptr<Checkpoint> checkpoint;
   /// Tensors present but not used: W4A4 input scales, FP8 KV scales (volt's
-  /// KV cache is FP16), and anything unrecognised (e.g. MTP heads).
+  /// KV cache is FP16), and anything unrecognised.
   std::vector<std::string> unusedTensors;
+  /// Parts of the checkpoint volt does not run (FamilyDef::setAsidePrefixes:
+  /// a vision tower, an MTP head), with their tensor counts.
+  struct SetAside {
+    std::string what, prefix;
+    size_t tensors = 0;
+  };
+  std::vector<SetAside> setAside;
 
   bool hasWeights() const { return checkpoint && checkpoint->hasWeights(); }
 

@@ -101,10 +101,10 @@ bool ModelConfig::isMoeLayer(int64_t i) const {
 Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::string &fileName) {
   if (!json.is_object())
     return Error(fileName + ": expected a JSON object at the top level");
-  JsonFields f(json, fileName);
+  JsonFields top(json, fileName);
   ModelConfig c;
 
-  auto archs = f.stringList("architectures");
+  auto archs = top.stringList("architectures");
   if (!archs)
     return archs.error();
   const std::vector<std::string> supported = supportedArchitectures();
@@ -114,8 +114,24 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
   c.architecture = archs->front();
   c.family = familyByArchitecture(c.architecture);
   if (!c.family)
-    return f.error("architectures", "unsupported architecture '" + c.architecture +
-                                        "' (supported: " + joinList(supported) + ")");
+    return top.error("architectures", "unsupported architecture '" + c.architecture +
+                                          "' (supported: " + joinList(supported) + ")");
+  // A multimodal checkpoint: the language model's fields are its text_config
+  // (transformers substitutes a default model when it is missing; volt
+  // refuses), its tensors under model.language_model.
+  const auto &nested = c.family->nestedArchitectures;
+  c.nestedTextConfig = std::find(nested.begin(), nested.end(), c.architecture) != nested.end();
+  const nlohmann::json *text = &json;
+  if (c.nestedTextConfig) {
+    text = top.find("text_config");
+    if (!text)
+      return Error(fileName + ": missing field 'text_config' (" + c.architecture +
+                   " keeps the language model's config there)");
+    if (!text->is_object())
+      return top.error("text_config", "expected an object");
+    c.tensorPrefix = "model.language_model.";
+  }
+  JsonFields f(*text, c.nestedTextConfig ? fileName + ": text_config" : fileName);
 
   VOLT_READ(c.vocabSize, f.positiveInt("vocab_size"));
   VOLT_READ(c.hiddenSize, f.positiveInt("hidden_size"));
@@ -132,16 +148,21 @@ Result<ModelConfig> parseModelConfig(const nlohmann::json &json, const std::stri
   VOLT_READ(c.rmsNormEps, f.positiveNumber("rms_norm_eps", 1e-6));
   VOLT_READ(c.ropeTheta, f.positiveNumber("rope_theta", 10000.0));
   VOLT_RETURN_IF_ERROR(readRopeParameters(f, c));
-  VOLT_READ(c.tieWordEmbeddings, f.boolean("tie_word_embeddings", false));
-  // Newer transformers write "dtype", older "torch_dtype".
-  VOLT_READ(c.torchDtype, f.string("torch_dtype", "bfloat16"));
-  if (f.has("dtype"))
-    VOLT_READ(c.torchDtype, f.string("dtype"));
+  // A multimodal model ties its LM head by its own (top-level) field.
+  VOLT_READ(c.tieWordEmbeddings,
+            (c.nestedTextConfig ? top : f).boolean("tie_word_embeddings", false));
+  // Newer transformers write "dtype", older "torch_dtype"; a nested config
+  // may leave them to the top level.
+  const JsonFields &dtypeFields =
+      f.has("dtype") || f.has("torch_dtype") || !c.nestedTextConfig ? f : top;
+  VOLT_READ(c.torchDtype, dtypeFields.string("torch_dtype", "bfloat16"));
+  if (dtypeFields.has("dtype"))
+    VOLT_READ(c.torchDtype, dtypeFields.string("dtype"));
   static const std::vector<std::string> dtypes = {"bfloat16", "float16", "float32"};
   if (std::find(dtypes.begin(), dtypes.end(), c.torchDtype) == dtypes.end())
-    return f.error(f.has("dtype") ? "dtype" : "torch_dtype",
-                   "unsupported dtype '" + c.torchDtype + "' (supported: " + joinList(dtypes) +
-                       ")");
+    return dtypeFields.error(dtypeFields.has("dtype") ? "dtype" : "torch_dtype",
+                             "unsupported dtype '" + c.torchDtype +
+                                 "' (supported: " + joinList(dtypes) + ")");
 
   if (c.numAttentionHeads % c.numKeyValueHeads != 0)
     return f.error("num_key_value_heads", "num_attention_heads " +

@@ -38,6 +38,12 @@ struct ModelConfig {
   /// `architectures` name it was read under.
   const FamilyDef *family = nullptr;
   std::string architecture;
+  /// Where the language model's tensors are: "model." ("model.layers.0.",
+  /// "model.embed_tokens"), or "model.language_model." in a multimodal
+  /// checkpoint (FamilyDef::nestedArchitectures).
+  std::string tensorPrefix = "model.";
+  /// The config's language-model fields were under `text_config`.
+  bool nestedTextConfig = false;
   int64_t vocabSize = 0;
   int64_t hiddenSize = 0;
   int64_t numHiddenLayers = 0;
@@ -93,6 +99,10 @@ struct ModelConfig {
   }
 
   bool isMoe() const { return numExperts > 0; }
+  /// tensorPrefix + "layers.<i>.".
+  std::string layerPrefix(int64_t i) const {
+    return tensorPrefix + "layers." + std::to_string(i) + ".";
+  }
   /// Whether layer `i` has a sparse MoE block (else a dense MLP).
   bool isMoeLayer(int64_t i) const;
   bool hasMixer(MixerKind k) const;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace volt::model {
@@ -51,15 +52,24 @@ Result<Model> loadModel(const std::filesystem::path &dir, const LoadOptions &opt
     return ckpt.error();
   model.checkpoint = std::make_unique<Checkpoint>(std::move(*ckpt));
 
+  // A text-only architecture of a multimodal family (Qwen3_5ForCausalLM)
+  // may come with the multimodal checkpoint's tensor names, as transformers
+  // accepts.
+  const std::string nestedPrefix = "model.language_model.";
+  if (model.hasWeights() && !model.config.family->nestedArchitectures.empty() &&
+      !model.checkpoint->find(model.config.tensorPrefix + "embed_tokens.weight") &&
+      model.checkpoint->find(nestedPrefix + "embed_tokens.weight"))
+    model.config.tensorPrefix = nestedPrefix;
   const ModelConfig &c = model.config;
   TensorBinder b(model, options);
-  VOLT_BIND(model.embedTokens, b.param("model.embed_tokens.weight", {c.vocabSize, c.hiddenSize}));
+  VOLT_BIND(model.embedTokens,
+            b.param(c.tensorPrefix + "embed_tokens.weight", {c.vocabSize, c.hiddenSize}));
   for (int64_t i = 0; i < c.numHiddenLayers; ++i) {
     Layer layer;
     VOLT_BIND(layer, c.family->bindLayer(b, c, i));
     model.layers.push_back(std::move(layer));
   }
-  VOLT_BIND(model.finalNorm, b.param("model.norm.weight", {c.hiddenSize}));
+  VOLT_BIND(model.finalNorm, b.param(c.tensorPrefix + "norm.weight", {c.hiddenSize}));
   if (c.tieWordEmbeddings) {
     model.lmHeadTied = true;
     model.lmHead.module = "lm_head";
@@ -72,7 +82,15 @@ Result<Model> loadModel(const std::filesystem::path &dir, const LoadOptions &opt
   } else {
     VOLT_BIND(model.lmHead, b.linear("lm_head", c.vocabSize, c.hiddenSize));
   }
+  for (const auto &[prefix, what] : c.family->setAsidePrefixes)
+    model.setAside.push_back({what, prefix, 0});
   for (std::string &name : b.unused()) {
+    auto aside = std::find_if(model.setAside.begin(), model.setAside.end(),
+                              [&](const Model::SetAside &s) { return name.starts_with(s.prefix); });
+    if (aside != model.setAside.end()) {
+      ++aside->tensors;
+      continue;
+    }
     // Known companions of quantized layers that volt does not need.
     static const char *ignorable[] = {".input_scale", ".input_global_scale", ".k_scale", ".v_scale",
                                       ".rotary_emb.inv_freq"};

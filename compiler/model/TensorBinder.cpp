@@ -156,6 +156,40 @@ Result<std::vector<Linear>> TensorBinder::linearParts(const std::string &module,
   return out;
 }
 
+bool TensorBinder::has(const std::string &name) const {
+  return hasWeights() && ckpt_->find(name) != nullptr;
+}
+
+Result<std::vector<Linear>> TensorBinder::expertParts(const std::string &name, int64_t experts,
+                                                      int64_t expert, int64_t tensorRows,
+                                                      int64_t in, const std::vector<Rows> &parts) {
+  VOLT_RETURN_IF_ERROR(checkTiling(name, tensorRows, parts));
+  const Tensor *t = take(name);
+  if (!t)
+    return missing(name);
+  if (!isFloat(t->dtype()))
+    return Error("tensor " + located(*t) + ": dtype " + std::string(dtypeName(t->dtype())) +
+                 ", expected BF16, F16 or F32 (experts stored stacked are read dense; a "
+                 "quantized export stores them per expert)");
+  std::vector<int64_t> want = {experts, tensorRows, in};
+  if (t->shape() != want)
+    return Error("tensor " + located(*t) + ": shape " + formatShape(t->shape()) + ", expected " +
+                 formatShape(want) + " (experts, rows, inputs)");
+  std::vector<Linear> out;
+  for (const Rows &p : parts) {
+    Linear part;
+    part.module = name;
+    part.outFeatures = p.rows;
+    part.inFeatures = in;
+    part.format = WeightFormat::Dense;
+    part.dtype = t->dtype();
+    part.weight = t;
+    part.view = RowView{expert, p.offset, p.stride, p.groups, tensorRows};
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
 Result<std::vector<Param>> TensorBinder::paramParts(const std::string &name,
                                                     std::vector<int64_t> shape,
                                                     const std::vector<Rows> &parts) {

@@ -50,6 +50,17 @@ public:
   Result<std::vector<Linear>> linearParts(const std::string &module, int64_t tensorRows,
                                           int64_t in, const std::vector<Rows> &parts);
 
+  /// Expert `expert` of the stacked dense tensor `name` [experts,
+  /// tensorRows, in] (transformers' fused experts: gate_up_proj [E, 2I, H],
+  /// down_proj [E, H, I]) as one Linear per part of its rows, each a view
+  /// (RowView::expert) of the tensor. Needs the weights.
+  Result<std::vector<Linear>> expertParts(const std::string &name, int64_t experts,
+                                          int64_t expert, int64_t tensorRows, int64_t in,
+                                          const std::vector<Rows> &parts);
+
+  /// Whether the checkpoint has tensor `name` (nothing is marked used).
+  bool has(const std::string &name) const;
+
   /// `name` as a float parameter of `shape` whose rows hold several parts
   /// (a conv weight [C, 1, K]): one Param per part, of shape [rows,
   /// product of the rest].

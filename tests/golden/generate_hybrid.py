@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 """Writes tests/golden/expected/<case>.json for the Gated DeltaNet hybrids
-(Qwen3-Next; docs/design/hybrid.md): reference logits and greedy
-continuations of the synthetic models under tests/golden/models, computed by
-transformers' own Qwen3NextForCausalLM in float32 on the CPU, in the case
-format of generate.py (docs/golden.md) that tests/e2e/golden/GoldenTest.cpp
-reads.
+(Qwen3-Next, Qwen3.5 dense and MoE; docs/design/hybrid.md): reference logits
+and greedy continuations of the synthetic models under tests/golden/models,
+computed by transformers' own Qwen3NextForCausalLM, Qwen3_5ForCausalLM and
+Qwen3_5MoeForCausalLM in float32 on the CPU, in the case format of
+generate.py (docs/golden.md) that tests/e2e/golden/GoldenTest.cpp reads.
+
+The Qwen3.5 models are written in the multimodal layout of the published
+checkpoints (config under text_config, tensors under model.language_model.,
+a vision tower and an MTP head, BF16 experts stacked); the text-only
+…ForCausalLM loads them with the text config, as transformers allows, and
+each case records that the multimodal …ForConditionalGeneration loads the
+same directory with no missing or unexpected tensors and gives the same
+logits.
 
 What differs from generate.py is how the tolerance per position is found.
 These models are ill-conditioned where generate.py's families are not: the
@@ -50,23 +58,28 @@ import numpy as np
 import tokenizers
 import torch
 import transformers
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generate  # noqa: E402  (the case format and helpers)
 from tolerance import (TOLERANCE, diff_stats, first_tie, margins, position_rtol,  # noqa: E402
                        robust_prefix, tolerance_check)
 
+SEED_35_MOE, SEED_35_MOE_LONG, SEED_35 = 4, 20, 3
 PINNED = {k: v for k, v in generate.PINNED.items() if k != "compressed-tensors"}
 HERE = Path(__file__).resolve().parent
 
 # name -> (volt-mkmodel --family, --format, --seed, prompt). Each case has its
 # own model: random routers make near-ties common (docs/golden.md), and the
-# seeds were picked (--scan) for a late first tie: the short case's greedy
-# tokens, the long case's first 106 positions (past the first 64-token chunk).
+# seeds were picked (--scan) for a late first tie: the short cases' greedy
+# tokens, the long cases' first 106 (Qwen3-Next) and 77 (Qwen3.5-MoE)
+# positions, past the first 64-token chunk; the dense Qwen3.5 has no router.
 MODELS = {
     "qwen3-next-bf16": ("qwen3-next", "bf16", 25, "short"),
     "qwen3-next-bf16-long": ("qwen3-next", "bf16", 36, "long"),
+    "qwen3.5-moe-bf16": ("qwen3.5-moe", "bf16", SEED_35_MOE, "short"),
+    "qwen3.5-moe-bf16-long": ("qwen3.5-moe", "bf16", SEED_35_MOE_LONG, "long"),
+    "qwen3.5-bf16-long": ("qwen3.5", "bf16", SEED_35, "long"),
 }
 NOISE_RUNS = 8
 NOISE_FACTOR = 2.0
@@ -90,9 +103,21 @@ def prompt_text(tok):
         i += 1
 
 
-def load(model_dir):
-    model, info = AutoModelForCausalLM.from_pretrained(
-        str(model_dir), dtype=torch.float32, output_loading_info=True)
+TEXT_ONLY = {"Qwen3_5ForConditionalGeneration": "Qwen3_5ForCausalLM",
+             "Qwen3_5MoeForConditionalGeneration": "Qwen3_5MoeForCausalLM"}
+
+
+def load(model_dir, multimodal=False):
+    """transformers' text-only model of the directory (…ForCausalLM, with the text config
+    of a multimodal checkpoint), or with `multimodal` the multimodal model itself."""
+    config = transformers.AutoConfig.from_pretrained(str(model_dir))
+    arch = config.architectures[0]
+    if arch in TEXT_ONLY and not multimodal:
+        cls, config = getattr(transformers, TEXT_ONLY[arch]), config.text_config
+    else:
+        cls = getattr(transformers, arch)
+    model, info = cls.from_pretrained(str(model_dir), config=config, dtype=torch.float32,
+                                      output_loading_info=True)
     problems = {k: v for k, v in info.items() if v}
     if problems:
         raise RuntimeError("%s: transformers loading reported %s" % (model_dir, problems))
@@ -100,9 +125,15 @@ def load(model_dir):
     return model
 
 
+def is_moe(model):
+    return getattr(model.config, "num_experts", 0) > 0
+
+
 def router_gaps(model, ids):
     """Per token: the smallest k-th minus (k+1)-th routing probability over the MoE layers
-    (transformers' own router logits, softmax in FP32)."""
+    (transformers' own router logits, softmax in FP32); None for a dense model."""
+    if not is_moe(model):
+        return None
     with torch.no_grad():
         out = model(torch.tensor([ids]), output_router_logits=True)
     k = model.config.num_experts_per_tok
@@ -117,7 +148,7 @@ def router_gaps(model, ids):
 def noise_ensemble(model, ids, runs=NOISE_RUNS, seed=0):
     """Per position: the largest |logits - reference| / max|reference row| over `runs`
     float32 forwards with half-ulp FP16 noise at volt's rounding points."""
-    from transformers.models.qwen3_next import modeling_qwen3_next as mq
+    mq = sys.modules[type(model).__module__]  # the modeling file's causal_conv1d_fn
     g = torch.Generator().manual_seed(seed)
 
     def noise(t):
@@ -185,6 +216,13 @@ def run_case(name, model_dir, model, tok, text, steps, long_case):
     rtol, prefix, dev = tolerances(full, gap_min, ensemble, len(prompt_ids), step_logits)
     half_stats["tolerance_violations_teacher_forced"] = tolerance_check(
         full, gap_min, half_logits, generated, generated, prefix)
+    checks = {"sanity": generate.sanity(step_logits[0], generated),
+              "kv_cache_vs_full_forward_max_abs": cache_vs_full}
+    if type(model).__name__ in TEXT_ONLY.values():
+        multimodal = load(model_dir, multimodal=True)
+        checks["multimodal_vs_text_only_max_abs"] = float(
+            np.abs(generate.forward_hf(multimodal, sequence) - full).max())
+        del multimodal
     files = sorted(p.name for p in model_dir.iterdir() if p.is_file())
     rows = list(range(len(prompt_ids)))
     if long_case:
@@ -216,20 +254,17 @@ def run_case(name, model_dir, model, tok, text, steps, long_case):
         "noise_ensemble": {"runs": NOISE_RUNS, "factor": NOISE_FACTOR, "skip_above": NOISE_SKIP,
                            "relative_noise": 2.0 ** -11},
         "greedy_robust_prefix": prefix,
-        "checks": {
-            "sanity": generate.sanity(step_logits[0], generated),
-            "kv_cache_vs_full_forward_max_abs": cache_vs_full,
-        },
+        "checks": checks,
         "hf_float16": half_stats,
     }
 
 
-def scan(first, end, mkmodel="build/bin/volt-mkmodel"):
+def scan(family, first, end, mkmodel="build/bin/volt-mkmodel"):
     import tempfile
     for seed in range(first, end):
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp) / "m"
-            subprocess.run([mkmodel, "--family", "qwen3-next", "--format", "bf16", "--seed",
+            subprocess.run([mkmodel, "--family", family, "--format", "bf16", "--seed",
                             str(seed), "-o", str(d)], check=True, stdout=subprocess.DEVNULL)
             tok = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
             m = load(d)
@@ -247,8 +282,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mkmodel", help="volt-mkmodel binary: rewrite the models first")
     ap.add_argument("--allow-other-versions", action="store_true")
-    ap.add_argument("--scan", nargs=2, metavar=("FIRST", "END"),
-                    help="with --mkmodel: print each seed's first router tie and robust prefix")
+    ap.add_argument("--scan", nargs=3, metavar=("FAMILY", "FIRST", "END"),
+                    help="print each seed's first router tie and robust prefix")
     args = ap.parse_args()
     generate.PINNED.clear()
     generate.PINNED.update(PINNED)
@@ -256,7 +291,8 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     if args.scan:
-        return scan(int(args.scan[0]), int(args.scan[1]))
+        return scan(args.scan[0], int(args.scan[1]), int(args.scan[2]),
+                    args.mkmodel or "build/bin/volt-mkmodel")
     for name, (family, fmt, seed, kind) in MODELS.items():
         out = generate.MODELS_DIR / name
         if args.mkmodel:

@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 
 import transformers
-from transformers import (LlamaConfig, MixtralConfig, Qwen2MoeConfig, Qwen3Config,
-                          Qwen3MoeConfig, Qwen3NextConfig)
+from transformers import (LlamaConfig, MixtralConfig, Qwen2MoeConfig, Qwen3_5Config,
+                          Qwen3_5MoeConfig, Qwen3Config, Qwen3MoeConfig, Qwen3NextConfig)
 
 PINNED = "5.24.0"
 OUT = Path(__file__).resolve().parent / "configs"
@@ -59,6 +59,21 @@ FAMILIES = {
                                          **MOE)),
 }
 
+# Multimodal checkpoints: the language model's config nested under
+# text_config (volt runs it), a vision tower's beside it.
+LINEAR = dict(linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+              linear_value_head_dim=8)
+ROPE_35 = {"rope_type": "default", "rope_theta": 1000000.0, "partial_rotary_factor": 0.5,
+           "mrope_section": [2, 1, 1], "mrope_interleaved": True}
+VISION = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64)
+MULTIMODAL = {
+    "qwen3.5-moe": (Qwen3_5MoeConfig, "Qwen3_5MoeForConditionalGeneration",
+                    dict(head_dim=16, num_experts=12, shared_expert_intermediate_size=32,
+                         rope_parameters=ROPE_35, **LINEAR, **MOE)),
+    "qwen3.5": (Qwen3_5Config, "Qwen3_5ForConditionalGeneration",
+                dict(head_dim=16, intermediate_size=128, rope_parameters=ROPE_35, **LINEAR)),
+}
+
 
 def main():
     if transformers.__version__ != PINNED and "--allow-other-versions" not in sys.argv:
@@ -69,6 +84,14 @@ def main():
         # leaves it out.
         architecture = cls.__name__.replace("Config", "ForCausalLM")
         config = cls(**COMMON, architectures=[architecture], **fields)
+        with tempfile.TemporaryDirectory() as d:
+            config.save_pretrained(d)
+            text = json.loads((Path(d) / "config.json").read_text())
+        (OUT / f"{name}.json").write_text(json.dumps(text, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {OUT / (name + '.json')}")
+    for name, (cls, architecture, fields) in MULTIMODAL.items():
+        config = cls(text_config=dict(COMMON, **fields), vision_config=VISION,
+                     architectures=[architecture])
         with tempfile.TemporaryDirectory() as d:
             config.save_pretrained(d)
             text = json.loads((Path(d) / "config.json").read_text())

@@ -53,7 +53,7 @@ inline const model::FamilyDef &toyEmaFamily() {
                      int64_t i) -> Result<model::Layer> {
       model::Layer l;
       l.index = i;
-      const std::string p = model::families::layerPrefix(i);
+      const std::string p = c.layerPrefix(i);
       const int64_t h = c.hiddenSize;
       VOLT_BIND(l.inputNorm, b.param(p + "input_layernorm.weight", {h}));
       VOLT_BIND(l.postAttentionNorm, b.param(p + "post_attention_layernorm.weight", {h}));

@@ -3,8 +3,6 @@
 
 namespace volt::model::families {
 
-std::string layerPrefix(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
-
 Status readQwenMoeConfig(const JsonFields &f, ModelConfig &c, const char *expertsField) {
   // transformers 5 writes Qwen3-MoE's expert count as num_local_experts.
   const bool local = !f.has(expertsField) && f.has("num_local_experts");
@@ -56,10 +54,23 @@ Result<Moe> bindMoe(TensorBinder &b, const ModelConfig &c, const std::string &m,
   Moe moe;
   const int64_t h = c.hiddenSize;
   VOLT_BIND(moe.router, b.linear(m + "gate", c.numExperts, h));
-  for (int64_t e = 0; e < c.numExperts; ++e) {
+  const int64_t width = c.moeIntermediateSize;
+  if (b.has(m + "experts.gate_up_proj") || b.has(m + "experts.down_proj")) {
+    // transformers 5's fused layout: gate_up_proj [E, 2I, H] (gate rows
+    // first), down_proj [E, H, I].
+    for (int64_t e = 0; e < c.numExperts; ++e) {
+      std::vector<Linear> gateUp, down;
+      VOLT_BIND(gateUp, b.expertParts(m + "experts.gate_up_proj", c.numExperts, e, 2 * width, h,
+                                      {{0, 0, 1, width}, {width, 0, 1, width}}));
+      VOLT_BIND(down, b.expertParts(m + "experts.down_proj", c.numExperts, e, h, width,
+                                    {{0, 0, 1, h}}));
+      moe.experts.push_back({std::move(gateUp[0]), std::move(gateUp[1]), std::move(down[0])});
+    }
+  }
+  for (int64_t e = static_cast<int64_t>(moe.experts.size()); e < c.numExperts; ++e) {
     GatedMlp expert;
-    VOLT_BIND(expert, bindGatedMlp(b, m + "experts." + std::to_string(e) + ".", expertNames, h,
-                                   c.moeIntermediateSize));
+    VOLT_BIND(expert,
+              bindGatedMlp(b, m + "experts." + std::to_string(e) + ".", expertNames, h, width));
     moe.experts.push_back(std::move(expert));
   }
   if (c.sharedExpertIntermediateSize > 0) {
@@ -74,7 +85,7 @@ Result<Layer> bindTransformerLayer(TensorBinder &b, const ModelConfig &c, int64_
                                    const std::string &ffnPrefix, const MlpNames &expertNames) {
   Layer l;
   l.index = i;
-  const std::string p = layerPrefix(i);
+  const std::string p = c.layerPrefix(i);
   const int64_t h = c.hiddenSize;
   VOLT_BIND(l.inputNorm, b.param(p + "input_layernorm.weight", {h}));
   VOLT_BIND(l.postAttentionNorm, b.param(p + "post_attention_layernorm.weight", {h}));

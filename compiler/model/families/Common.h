@@ -15,9 +15,6 @@
 
 namespace volt::model::families {
 
-/// "model.layers.<i>.".
-std::string layerPrefix(int64_t i);
-
 /// The sparse-MoE fields of Qwen2-MoE and Qwen3-MoE: the experts (read from
 /// `expertsField`), experts per token, their width, norm_topk_prob, which
 /// layers are sparse (decoder_sparse_step, mlp_only_layers) and the dense

@@ -11,5 +11,7 @@ const FamilyDef &mixtral();
 const FamilyDef &qwen3();
 const FamilyDef &llama();
 const FamilyDef &qwen3Next();
+const FamilyDef &qwen3_5();
+const FamilyDef &qwen3_5Moe();
 
 } // namespace volt::model::families

@@ -16,11 +16,12 @@ const FamilyDef &qwen3Next() {
     d.name = "qwen3-next";
     d.architectures = {"Qwen3NextForCausalLM"};
     d.layerTypes = kHybridLayerTypes;
+    d.setAsidePrefixes = {{"mtp.", "the MTP head"}};
     d.parseConfig = [](const JsonFields &f, ModelConfig &c) {
       return readHybridConfig(f, c, /*moe=*/true);
     };
     d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
-      return bindHybridLayer(b, c, i, layerPrefix(i), LinearAttentionLayout::Grouped);
+      return bindHybridLayer(b, c, i, c.layerPrefix(i), LinearAttentionLayout::Grouped);
     };
     return d;
   }();

@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
                "(deterministic from --seed) in any format volt reads"};
   volt::mkmodel::Options o;
   std::string format = "modelopt", out;
-  app.add_option("--family", o.family, "qwen3-moe, qwen2-moe, mixtral, qwen3 or llama")
+  app.add_option("--family", o.family, "qwen3-moe, qwen2-moe, mixtral, qwen3, llama, qwen3-next, qwen3.5 or qwen3.5-moe")
       ->capture_default_str();
   app.add_option("--format", format, "modelopt, compressed-tensors or bf16")
       ->capture_default_str();

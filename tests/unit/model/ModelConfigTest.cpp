@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -192,7 +193,8 @@ TEST(ModelConfig, TransformersFiveConfigs) {
   };
   for (const Want &w : {Want{"qwen3-moe", 12, 1e6, 16}, Want{"qwen2-moe", 12, 1e6, 16},
                         Want{"mixtral", 12, 1e6, 16}, Want{"qwen3", 0, 1e6, 16},
-                        Want{"llama", 0, 5e5, 16}, Want{"qwen3-next", 12, 1e6, 8}}) {
+                        Want{"llama", 0, 5e5, 16}, Want{"qwen3-next", 12, 1e6, 8},
+                        Want{"qwen3.5-moe", 12, 1e6, 8}, Want{"qwen3.5", 0, 1e6, 8}}) {
     SCOPED_TRACE(w.family);
     const std::filesystem::path path = std::filesystem::path(VOLT_SOURCE_DIR) / "tests/golden/configs" /
                                        (std::string(w.family) + ".json");
@@ -208,6 +210,88 @@ TEST(ModelConfig, TransformersFiveConfigs) {
     EXPECT_EQ(c->torchDtype, "bfloat16");
     EXPECT_EQ(c->numHiddenLayers, 4);
   }
+}
+
+// Qwen3.5 / Qwen3.6: the multimodal config nests the language model under
+// text_config; volt reads it there, its tensors under model.language_model.
+// The text-only architecture reads the same fields flat.
+TEST(ModelConfig, Qwen3_5NestsTheLanguageModel) {
+  auto c = parseModelConfig(preset("qwen3.5-moe", "qwen3.6-35b-a3b"), "config.json");
+  ASSERT_TRUE(c.ok()) << c.message();
+  EXPECT_EQ(c->family->name, "qwen3.5-moe");
+  EXPECT_EQ(c->architecture, "Qwen3_5MoeForConditionalGeneration");
+  EXPECT_TRUE(c->nestedTextConfig);
+  EXPECT_EQ(c->tensorPrefix, "model.language_model.");
+  EXPECT_EQ(c->layerPrefix(3), "model.language_model.layers.3.");
+  EXPECT_EQ(c->numHiddenLayers, 40);
+  EXPECT_EQ(std::count(c->mixers.begin(), c->mixers.end(), MixerKind::GatedDeltaNet), 30);
+  EXPECT_EQ(c->mixers[3], MixerKind::Attention);
+  EXPECT_EQ(c->numExperts, 256);
+  EXPECT_EQ(c->sharedExpertIntermediateSize, 512);
+  EXPECT_TRUE(c->normTopkProb) << "Qwen3.5's router always renormalises";
+  EXPECT_EQ(c->rotaryDim, 64);
+  EXPECT_EQ(c->ropeTheta, 1e7);
+  EXPECT_EQ(c->linearConvDim(), 8192);
+  EXPECT_TRUE(c->zeroCentredNorms);
+  EXPECT_TRUE(c->attnOutputGate);
+
+  auto dense = parseModelConfig(preset("qwen3.5", "qwen3.5-27b"), "config.json");
+  ASSERT_TRUE(dense.ok()) << dense.message();
+  EXPECT_FALSE(dense->isMoe());
+  EXPECT_EQ(dense->intermediateSize, 17408);
+  EXPECT_EQ(dense->linearNumValueHeads, 48);
+
+  // The text-only architecture: the text config itself.
+  nlohmann::json flat = preset("qwen3.5-moe")["text_config"];
+  flat["architectures"] = {"Qwen3_5MoeForCausalLM"};
+  auto text = parseModelConfig(flat, "config.json");
+  ASSERT_TRUE(text.ok()) << text.message();
+  EXPECT_FALSE(text->nestedTextConfig);
+  EXPECT_EQ(text->tensorPrefix, "model.");
+  EXPECT_EQ(text->numExperts, 8);
+
+  // The multimodal model ties its LM head by its own field.
+  nlohmann::json j = preset("qwen3.5-moe");
+  j["text_config"]["tie_word_embeddings"] = true;
+  EXPECT_FALSE(parseModelConfig(j, "config.json")->tieWordEmbeddings);
+  j["tie_word_embeddings"] = true;
+  EXPECT_TRUE(parseModelConfig(j, "config.json")->tieWordEmbeddings);
+}
+
+// transformers substitutes a default model when text_config is missing;
+// volt refuses, naming the field, and errors inside it name where they are.
+TEST(ModelConfig, Qwen3_5ConfigErrors) {
+  nlohmann::json j = preset("qwen3.5-moe");
+  j.erase("text_config");
+  EXPECT_EQ(errorOf(j), "config.json: missing field 'text_config' "
+                        "(Qwen3_5MoeForConditionalGeneration keeps the language model's config "
+                        "there)");
+  j["text_config"] = {1, 2};
+  EXPECT_EQ(errorOf(j), "config.json: field 'text_config': expected an object");
+  j = preset("qwen3.5-moe");
+  j["text_config"].erase("hidden_size");
+  EXPECT_EQ(errorOf(j), "config.json: text_config: missing field 'hidden_size'");
+  j = preset("qwen3.5");
+  j["text_config"]["layer_types"][2] = "sliding_attention";
+  EXPECT_EQ(errorOf(j), "config.json: text_config: field 'layer_types': layer 2 is "
+                        "'sliding_attention', which Qwen3_5ForConditionalGeneration does not "
+                        "have (it has: linear_attention, full_attention)");
+  j = preset("qwen3.5");
+  j["text_config"]["layer_types"].erase(0);
+  EXPECT_EQ(errorOf(j), "config.json: text_config: field 'layer_types': 3 entries for 4 layers");
+  j = preset("qwen3.5-moe");
+  j["text_config"]["linear_num_value_heads"] = 6;
+  EXPECT_EQ(errorOf(j), "config.json: text_config: field 'linear_num_value_heads': "
+                        "linear_num_value_heads 6 is not a multiple of linear_num_key_heads 4");
+  j = preset("qwen3.5-moe");
+  j["text_config"]["attn_output_gate"] = false;
+  EXPECT_EQ(errorOf(j), "config.json: text_config: field 'attn_output_gate': "
+                        "Qwen3_5MoeForConditionalGeneration without the attention output gate "
+                        "is not supported");
+  j = preset("qwen3.5-moe");
+  j["text_config"]["rope_parameters"]["rope_type"] = "yarn";
+  EXPECT_EQ(errorOf(j), "config.json: text_config: field 'rope_parameters': RoPE type 'yarn' is "
+                        "not supported (supported: default)");
 }
 
 TEST(ModelConfig, RopeParametersOfAnotherTypeAreRejectedByName) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 namespace volt::model {
 namespace {
@@ -158,10 +159,13 @@ TEST(ModelLoader, ConfigOnlyQwen3_30B_Shapes) {
   EXPECT_LT(bytes, 19'000'000'000ull);
 }
 
-/// Writes a tiny ModelOpt qwen3-moe model and edits its one file.
+/// Writes a tiny model (ModelOpt qwen3-moe unless told) and edits its one
+/// file.
 std::filesystem::path brokenModel(const std::string &name,
-                                  const std::function<bool(EditableTensor &)> &edit) {
-  auto dir = writeModelDir("qwen3-moe", mkmodel::Format::ModelOpt);
+                                  const std::function<bool(EditableTensor &)> &edit,
+                                  const std::string &family = "qwen3-moe",
+                                  mkmodel::Format format = mkmodel::Format::ModelOpt) {
+  auto dir = writeModelDir(family, format);
   auto target = freshDir("ml-broken-" + name);
   for (const auto &e : std::filesystem::directory_iterator(dir))
     std::filesystem::copy(e.path(), target / e.path().filename());
@@ -266,6 +270,132 @@ TEST(ModelLoader, UnknownTensorsAreReportedNotFatal) {
   ASSERT_TRUE(m.ok()) << m.message();
   ASSERT_EQ(m->unusedTensors.size(), 1u);
   EXPECT_EQ(m->unusedTensors[0], "mtp.fc.input_scale_x");
+}
+
+// Qwen3.5's multimodal layout: the language model under
+// model.language_model., the BF16 experts stacked (each expert's gate, up
+// and down a view of gate_up_proj / down_proj), linear attention's in_proj_qkv
+// read as q, k and v views; the vision tower and the MTP head set aside.
+TEST(ModelLoader, Qwen3_5MultimodalLayout) {
+  auto m = loadModel(writeModelDir("qwen3.5-moe", mkmodel::Format::BF16), LoadOptions{true});
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_TRUE(m->unusedTensors.empty()) << m->unusedTensors.front();
+  EXPECT_EQ(m->embedTokens.name, "model.language_model.embed_tokens.weight");
+  EXPECT_EQ(m->finalNorm.name, "model.language_model.norm.weight");
+  ASSERT_EQ(m->setAside.size(), 2u);
+  EXPECT_EQ(m->setAside[0].prefix, "model.visual.");
+  EXPECT_EQ(m->setAside[0].tensors, 21u) << "transformers' vision tower of depth 1";
+  EXPECT_EQ(m->setAside[1].prefix, "mtp.");
+  EXPECT_EQ(m->setAside[1].tensors, 19u) << "fc, 2 norms, a full-attention MoE layer, a norm";
+
+  const Moe *moe = m->layers[2].moe();
+  ASSERT_NE(moe, nullptr);
+  ASSERT_EQ(moe->experts.size(), 8u);
+  const GatedMlp &e = moe->experts[5];
+  const std::string stacked = "model.language_model.layers.2.mlp.experts.";
+  EXPECT_EQ(e.gate.module, stacked + "gate_up_proj");
+  EXPECT_EQ(e.gate.weightTensorName(), stacked + "gate_up_proj") << "no .weight suffix";
+  EXPECT_EQ(e.down.weightTensorName(), stacked + "down_proj");
+  ASSERT_TRUE(e.gate.view && e.up.view && e.down.view);
+  EXPECT_EQ(e.gate.view->expert, 5);
+  EXPECT_EQ(e.gate.view->offset, 0);
+  EXPECT_EQ(e.up.view->offset, 32) << "up rows follow gate's in gate_up_proj";
+  EXPECT_EQ(e.up.view->tensorRows, 64);
+  EXPECT_EQ(e.down.view->tensorRows, 64);
+  EXPECT_EQ(e.down.inFeatures, 32);
+  EXPECT_EQ(moe->sharedExpertGate->module, "model.language_model.layers.2.mlp.shared_expert_gate");
+
+  const GatedDeltaNet *g = m->layers[0].gatedDeltaNet();
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->q.module, "model.language_model.layers.0.linear_attn.in_proj_qkv");
+  ASSERT_TRUE(g->k.view && g->v.view);
+  EXPECT_EQ(g->k.view->offset, 64) << "4 key heads of 16";
+  EXPECT_EQ(g->v.view->offset, 128);
+  EXPECT_EQ(g->v.outFeatures, 64) << "8 value heads of 8";
+  EXPECT_FALSE(g->z.view) << "in_proj_z is its own tensor";
+  ASSERT_NE(m->layers[1].attention(), nullptr);
+
+  // The NVFP4 export stores experts one by one; linear attention's inputs
+  // stay BF16, out_proj and the experts are NVFP4.
+  auto nv = loadModel(writeModelDir("qwen3.5-moe", mkmodel::Format::ModelOpt), LoadOptions{true});
+  ASSERT_TRUE(nv.ok()) << nv.message();
+  EXPECT_TRUE(nv->unusedTensors.empty()) << nv->unusedTensors.front();
+  const GatedMlp &ne = nv->layers[2].moe()->experts[5];
+  EXPECT_EQ(ne.up.module, stacked + "5.up_proj");
+  EXPECT_TRUE(ne.up.isNvfp4());
+  EXPECT_FALSE(ne.up.view);
+  EXPECT_FALSE(nv->layers[0].gatedDeltaNet()->q.isNvfp4());
+  EXPECT_TRUE(nv->layers[0].gatedDeltaNet()->out.isNvfp4());
+  // Config-only predicts the same formats.
+  auto predicted = loadModel(writeModelDir("qwen3.5-moe", mkmodel::Format::ModelOpt, true));
+  ASSERT_TRUE(predicted.ok()) << predicted.message();
+  EXPECT_EQ(count(*predicted).nvfp4, count(*nv).nvfp4);
+  EXPECT_EQ(count(*predicted).dense, count(*nv).dense);
+}
+
+// The text-only …ForCausalLM reads its tensors under model. or, as
+// transformers accepts, the multimodal checkpoint's model.language_model.
+TEST(ModelLoader, Qwen3_5TextOnlyArchitectureReadsEitherPrefix) {
+  auto dir = brokenModel("text-only", [](EditableTensor &) { return true; }, "qwen3.5",
+                         mkmodel::Format::BF16);
+  nlohmann::json config = nlohmann::json::parse(testing::slurp(dir / "config.json"));
+  nlohmann::json text = config["text_config"];
+  text["architectures"] = {"Qwen3_5ForCausalLM"};
+  testing::spit(dir / "config.json", text.dump());
+  auto nested = loadModel(dir);
+  ASSERT_TRUE(nested.ok()) << nested.message();
+  EXPECT_EQ(nested->config.tensorPrefix, "model.language_model.");
+  EXPECT_EQ(nested->layers[3].postAttentionNorm.name,
+            "model.language_model.layers.3.post_attention_layernorm.weight");
+  const std::string from = "model.language_model.";
+  rewrite(dir / "model.safetensors", [&](EditableTensor &t) {
+    if (t.name.starts_with(from))
+      t.name = "model." + t.name.substr(from.size());
+    return true;
+  });
+  auto flat = loadModel(dir);
+  ASSERT_TRUE(flat.ok()) << flat.message();
+  EXPECT_EQ(flat->config.tensorPrefix, "model.");
+  EXPECT_EQ(flat->layers[3].postAttentionNorm.name, "model.layers.3.post_attention_layernorm.weight");
+  EXPECT_TRUE(flat->unusedTensors.empty()) << flat->unusedTensors.front();
+}
+
+TEST(ModelLoader, StackedExpertErrorsNameTheTensor) {
+  const std::string gateUp = "model.language_model.layers.0.mlp.experts.gate_up_proj";
+  auto shape = brokenModel(
+      "stacked-shape",
+      [&](EditableTensor &t) {
+        if (t.name == gateUp)
+          t.shape = {4, 128, 64};
+        return true;
+      },
+      "qwen3.5-moe", mkmodel::Format::BF16);
+  expectLoadError(shape, "tensor '" + gateUp + "' (in ");
+  expectLoadError(shape, "shape [4, 128, 64], expected [8, 64, 64] (experts, rows, inputs)");
+  auto dtype = brokenModel(
+      "stacked-dtype",
+      [&](EditableTensor &t) {
+        if (t.name == gateUp) {
+          t.dtype = DType::U8;
+          t.shape = {8, 64, 128};
+        }
+        return true;
+      },
+      "qwen3.5-moe", mkmodel::Format::BF16);
+  expectLoadError(dtype, "dtype U8, expected BF16, F16 or F32 (experts stored stacked are read "
+                         "dense; a quantized export stores them per expert)");
+  const std::string down = "model.language_model.layers.2.mlp.experts.down_proj";
+  auto missing = brokenModel(
+      "stacked-missing", [&](EditableTensor &t) { return t.name != down; }, "qwen3.5-moe",
+      mkmodel::Format::BF16);
+  expectLoadError(missing, "missing tensor '" + down + "'");
+  auto z = brokenModel(
+      "no-in-proj-z",
+      [&](EditableTensor &t) {
+        return t.name != "model.language_model.layers.2.linear_attn.in_proj_z.weight";
+      },
+      "qwen3.5-moe", mkmodel::Format::BF16);
+  expectLoadError(z, "missing tensor 'model.language_model.layers.2.linear_attn.in_proj_z.weight'");
 }
 
 TEST(ModelLoader, MissingModelDirectoryAndConfig) {

@@ -114,14 +114,19 @@ fb::Offset<fb::Vector<fb::Offset<CacheGroup>>> cacheGroups(fb::FlatBufferBuilder
 }
 
 /// Token ids that end generation: generation_config.json's eos_token_id,
-/// else config.json's.
+/// else config.json's (a multimodal config's text_config's).
 std::vector<int32_t> eosTokenIds(const std::filesystem::path &dir) {
   std::vector<int32_t> ids;
-  for (const char *file : {"generation_config.json", "config.json"}) {
-    auto json = model::readJsonFile(dir / file);
-    if (!json || !json->is_object() || !json->contains("eos_token_id"))
+  for (const char *where : {"generation_config.json", "config.json", "text_config"}) {
+    const bool nested = std::string(where) == "text_config";
+    auto json = model::readJsonFile(dir / (nested ? "config.json" : where));
+    if (!json || !json->is_object())
       continue;
-    const auto &eos = (*json)["eos_token_id"];
+    const nlohmann::json &object =
+        nested && json->contains("text_config") ? (*json)["text_config"] : *json;
+    if (!object.is_object() || !object.contains("eos_token_id"))
+      continue;
+    const auto &eos = object["eos_token_id"];
     if (eos.is_number_integer())
       ids.push_back(eos.get<int32_t>());
     else if (eos.is_array())

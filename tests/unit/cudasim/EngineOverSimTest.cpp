@@ -541,8 +541,8 @@ TEST(EngineOverSimPreempting, MatchesEngineOverCpuBackend) {
   runBothEngines(m, 20);
 }
 
-// The same with recurrent state (the toy EMA hybrid, and Qwen3-Next's conv
-// and delta-rule states): a preempted sequence gives its state slots back
+// The same with recurrent state (the toy EMA hybrid, and Qwen3-Next's and
+// Qwen3.5's conv and delta-rule states): a preempted sequence gives its state slots back
 // and is recomputed from its first token in whichever slot is free.
 TEST(EngineOverSimPreempting, WithRecurrentStateMatchesEngineOverCpuBackend) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
@@ -550,7 +550,8 @@ TEST(EngineOverSimPreempting, WithRecurrentStateMatchesEngineOverCpuBackend) {
       << hostKernelsUnavailable()
       << " (NVRTC is installed now: rebuild the target cudasim_instances)";
   for (const SimModel &m : simModels())
-    if (m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2") {
+    if (m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2" ||
+        m.name == "qwen3.5-moe-nvfp4-tp1") {
       SCOPED_TRACE(m.name);
       runBothEngines(m, 20);
     }
@@ -561,7 +562,8 @@ std::vector<SimModel> engineModels() {
   std::vector<SimModel> out;
   for (const SimModel &m : simModels())
     if (m.name == "qwen3-moe-nvfp4-tp1" || m.name == "qwen3-moe-nvfp4-tp2" ||
-        m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2")
+        m.name == "toy-ema-bf16-tp1" || m.name == "qwen3-next-nvfp4-tp2" ||
+        m.name == "qwen3.5-moe-nvfp4-tp1")
       out.push_back(m);
   return out;
 }

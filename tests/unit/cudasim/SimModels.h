@@ -60,6 +60,11 @@ inline const std::vector<SimModel> &simModels() {
       // beside gated attention with partial RoPE; NVFP4 experts and
       // out_proj, BF16 linear-attention inputs; split over two ranks.
       {"qwen3-next-nvfp4-tp2", "qwen3-next", mkmodel::Format::ModelOpt, 2},
+      // Qwen3.5-MoE in the multimodal layout: flat linear-attention
+      // projections; NVFP4 experts on one GPU, and BF16 experts stacked in
+      // gate_up_proj / down_proj (packed per expert) over two.
+      {"qwen3.5-moe-nvfp4-tp1", "qwen3.5-moe", mkmodel::Format::ModelOpt, 1},
+      {"qwen3.5-moe-bf16-tp2", "qwen3.5-moe", mkmodel::Format::BF16, 2},
   };
   return models;
 }
@@ -130,6 +135,7 @@ inline Result<std::filesystem::path> compileSimPlanHere(const SimModel &m) {
 inline std::string simTestName(const SimModel &m) {
   std::string name = m.name;
   std::replace(name.begin(), name.end(), '-', '_');
+  std::replace(name.begin(), name.end(), '.', '_');
   return name;
 }
 

@@ -39,8 +39,15 @@ public:
           if (auto loc = mlir::dyn_cast<mlir::NameLoc>(d.getLocation()))
             text_ += loc.getName().str() + ": ";
           text_ += d.str();
-          for (const mlir::Diagnostic &note : d.getNotes())
-            text_ += "\n  note: " + note.str();
+          // Notes that print IR ("see current operation: ...", the whole
+          // module) are for compiler developers (volt-opt shows them), never
+          // for a user reading an error.
+          for (const mlir::Diagnostic &note : d.getNotes()) {
+            const std::string n = note.str();
+            if (n.starts_with("see current operation") || n.find("\"builtin.module\"") != std::string::npos)
+              continue;
+            text_ += "\n  note: " + n;
+          }
           return mlir::success();
         }) {}
   const std::string &text() const { return text_; }
@@ -155,8 +162,21 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
     }
     std::filesystem::remove(probe, ec);
   }
+  // Every other input the plan needs, also before any expensive phase.
+  std::optional<plan::ModelFiles> modelFiles;
+  if (options.emit == pipeline::Phase::Plan) {
+    if (!checked->model.hasWeights())
+      return Error(specFile.string() + ": the model directory " + checked->model.dir.string() +
+                   " has no weight files; a plan needs the weights (use --emit=memory to plan "
+                   "the deployment before downloading them)");
+    auto files = plan::readModelFiles(checked->model.dir);
+    if (!files)
+      return Error(specFile.string() + ": " + files.message());
+    modelFiles = std::move(*files);
+  }
 
   mlir::MLIRContext context;
+  context.printOpOnDiagnostic(false);
   context.loadDialect<volt::vexec::VexecDialect>();
   DiagnosticCollector diagnostics(context);
   import::ImportOptions importOptions;
@@ -172,10 +192,6 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
   pipelineOptions.residualDtype =
       checked->spec.residualDtype == spec::ResidualDtype::Fp32 ? "f32" : "f16";
   pipeline::buildPipeline(pm, options.emit, pipelineOptions);
-  if (options.emit == pipeline::Phase::Plan && !checked->model.hasWeights())
-    return Error(specFile.string() + ": the model directory " + checked->model.dir.string() +
-                 " has no weight files; a plan needs the weights (use --emit=memory to plan "
-                 "the deployment before downloading them)");
   if (mlir::failed(pm.run(**module)))
     return Error(specFile.string() + ": " +
                  (diagnostics.text().empty() ? "compilation failed" : diagnostics.text()));
@@ -186,6 +202,7 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
     plan::EmitOptions emit;
     emit.output = output;
     emit.log = options.log;
+    emit.files = std::move(modelFiles);
     if (auto st = plan::emitPlan(**module, checked->spec, checked->model, emit); !st)
       return Error(specFile.string() + ": " + st.message());
     std::error_code ec;

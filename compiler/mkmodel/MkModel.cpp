@@ -462,7 +462,9 @@ Result<Written> writeModelReport(const Options &o) {
   if (o.configOnly)
     return written;
 
-  if (o.preset == "tiny") {
+  // Every model with weights gets a tokenizer over its whole vocabulary, so
+  // that a preset's plan (--zeros) compiles as a tiny model's does.
+  {
     VOLT_RETURN_IF_ERROR(emit("tokenizer.json", tinyTokenizer(c.vocabSize)));
     VOLT_RETURN_IF_ERROR(
         emit("tokenizer_config.json", {{"tokenizer_class", "Qwen2Tokenizer"},

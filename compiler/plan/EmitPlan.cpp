@@ -139,9 +139,10 @@ std::vector<int32_t> eosTokenIds(const std::filesystem::path &dir) {
   return ids;
 }
 
-/// The tokenizer and chat template, checked by the runtime's own loaders.
-Status tokenizerFiles(const std::filesystem::path &dir, std::string &tokenizerJson,
-                      std::string &tokenizerConfig, std::string &chatTemplate) {
+} // namespace
+
+Result<ModelFiles> readModelFiles(const std::filesystem::path &dir) {
+  ModelFiles files;
   std::filesystem::path tokenizerPath = dir / "tokenizer.json";
   auto text = readText(tokenizerPath);
   if (!text)
@@ -150,26 +151,31 @@ Status tokenizerFiles(const std::filesystem::path &dir, std::string &tokenizerJs
   auto tokenizer = tok::Tokenizer::fromJson(*text, tokenizerPath.string());
   if (!tokenizer)
     return tokenizer.error();
-  tokenizerJson = std::move(*text);
+  files.tokenizerJson = std::move(*text);
   std::error_code ec;
   if (std::filesystem::is_regular_file(dir / "tokenizer_config.json", ec)) {
     auto config = readText(dir / "tokenizer_config.json");
     if (!config)
       return config.error();
-    tokenizerConfig = std::move(*config);
+    files.tokenizerConfig = std::move(*config);
   }
   bool hasTemplate = std::filesystem::is_regular_file(dir / "chat_template.jinja", ec) ||
-                     tokenizerConfig.find("\"chat_template\"") != std::string::npos;
+                     files.tokenizerConfig.find("\"chat_template\"") != std::string::npos;
   if (hasTemplate) {
     auto parsed = chat::loadFromModelDir(dir.string());
     if (!parsed)
       return parsed.error();
-    chatTemplate = parsed->source();
+    files.chatTemplate = parsed->source();
   }
-  return Status::success();
+  if (std::filesystem::is_regular_file(dir / "generation_config.json", ec)) {
+    auto json = model::readJsonFile(dir / "generation_config.json");
+    if (!json)
+      return json.error();
+    if (!json->is_object())
+      return Error((dir / "generation_config.json").string() + ": expected a JSON object");
+  }
+  return files;
 }
-
-} // namespace
 
 Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Model &model,
                 const EmitOptions &options) {
@@ -197,8 +203,15 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   auto program = collect(step);
   if (!program)
     return program.error();
-  std::string tokenizerJson, tokenizerConfig, chatTemplate;
-  VOLT_RETURN_IF_ERROR(tokenizerFiles(model.dir, tokenizerJson, tokenizerConfig, chatTemplate));
+  ModelFiles files;
+  if (options.files) {
+    files = *options.files;
+  } else {
+    auto read = readModelFiles(model.dir);
+    if (!read)
+      return read.error();
+    files = std::move(*read);
+  }
   auto specText = readText(spec.specFile);
   if (!specText)
     return specText.error();
@@ -229,11 +242,17 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     std::filesystem::path packPath = folder / packFileName(r);
     if (options.log)
       options.log("writing " + packPath.string());
+    // Progress for packs over 1 GiB, about every 5 % (the packer reports
+    // after every entry, thousands of them in a MoE model).
+    uint64_t nextReport = 0;
     auto packed =
         pack::writePack(*model.checkpoint, specs, static_cast<int>(r), packPath,
                         [&](uint64_t done, uint64_t total) {
-                          if (options.log && total > (1ull << 30))
-                            options.log("  " + formatBytes(done) + " of " + formatBytes(total));
+                          if (!options.log || total <= (1ull << 30) ||
+                              (done < nextReport && done < total))
+                            return;
+                          nextReport = done + total / 20;
+                          options.log("  " + formatBytes(done) + " of " + formatBytes(total));
                         });
     if (!packed)
       return packed.error();
@@ -299,8 +318,9 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                              static_cast<uint32_t>(intOf(deployment, "max_num_seqs")),
                              static_cast<uint32_t>(maxTokens),
                              static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq")));
-  auto tokenizer = CreateTokenizer(b, b.CreateString(tokenizerJson),
-                                   b.CreateString(tokenizerConfig), b.CreateString(chatTemplate));
+  auto tokenizer = CreateTokenizer(b, b.CreateString(files.tokenizerJson),
+                                   b.CreateString(files.tokenizerConfig),
+                                   b.CreateString(files.chatTemplate));
   std::string skuText;
   if (auto builtin = spec::builtinSkuText(spec.sku.name))
     skuText = std::string(*builtin);

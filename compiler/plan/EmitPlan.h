@@ -18,12 +18,32 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
+#include <string>
 
 namespace volt::plan {
+
+/// What a plan embeds from the model's folder besides its weights, each
+/// file checked by the runtime's own loader (a plan never fails on them at
+/// serve time): tokenizer.json (required), tokenizer_config.json and the chat
+/// template (chat_template.jinja or tokenizer_config.json's), and a
+/// generation_config.json that must parse when present.
+struct ModelFiles {
+  std::string tokenizerJson;
+  std::string tokenizerConfig;
+  std::string chatTemplate;
+};
+
+/// Reads and checks the files above; compile calls it before any expensive
+/// phase, so that a missing tokenizer fails in milliseconds, not after the
+/// kernels are built.
+Result<ModelFiles> readModelFiles(const std::filesystem::path &dir);
 
 struct EmitOptions {
   /// The plan file; the packs go to the same folder.
   std::filesystem::path output;
+  /// The model's files from readModelFiles; read again when not given.
+  std::optional<ModelFiles> files;
   /// Progress messages for long writes (packs of large models).
   std::function<void(const std::string &)> log;
 };

@@ -54,6 +54,8 @@ std::string roleOf(std::string_view name) {
 }
 
 std::string formatOf(const model::Linear &lin) {
+  if (lin.isFp8())
+    return "FP8";
   return lin.isNvfp4() ? "NVFP4" : std::string(model::dtypeName(lin.dtype));
 }
 
@@ -81,7 +83,9 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
     return Error(file + ": max_model_len " + std::to_string(maxModelLen) +
                  " exceeds the model's max_position_embeddings " +
                  std::to_string(c.maxPositionEmbeddings) + "; set max_model_len to at most that");
-  bool anyNvfp4 = m.quant.format != model::QuantFormat::None ||
+  bool anyNvfp4 = (m.quant.format != model::QuantFormat::None &&
+                   m.quant.format != model::QuantFormat::ModelOptFp8 &&
+                   m.quant.format != model::QuantFormat::Fp8) ||
                   s.weights.quantize == spec::WeightQuantization::Nvfp4;
   if (m.hasWeights()) {
     bool found = false;
@@ -230,6 +234,10 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
                         ")";
   if (r.spec.weights.quantize == spec::WeightQuantization::Nvfp4)
     perRank += " after quantizing to NVFP4";
+  bool anyFp8 = false;
+  r.model.forEachLinear([&](const model::Linear &l) { anyFp8 |= l.isFp8(); });
+  if (anyFp8)
+    perRank += "; FP8 weights are held in FP16 (run weight-only)";
   row("weights/GPU",
       "tensor_parallel_size " + std::to_string(r.spec.tensorParallelSize) + ": " + perRank);
   double budget = static_cast<double>(sku.memoryBytes) * r.spec.gpuMemoryUtilization;

@@ -5,6 +5,7 @@
 
 #include "dialects/Volt/VoltOps.h"
 #include "runtime/numerics/Half.h"
+#include "runtime/numerics/Nvfp4.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -97,6 +98,54 @@ private:
     return best;
   }
 
+  /// The largest magnitude of an FP8 linear's weight: E4M3 × scale over its
+  /// rows (its view's runs when it is one).
+  float maxAbsFp8(const Linear &l) {
+    if (!l.weight || !l.weightScale || !options_.readWeightRanges)
+      return 0.0f;
+    const model::Tensor &scale = *l.weightScale;
+    auto scaleAt = [&](size_t i) {
+      const uint8_t *src = scale.data().data() + i * model::dtypeSize(scale.dtype());
+      if (scale.dtype() == model::DType::F32) {
+        float v;
+        std::memcpy(&v, src, 4);
+        return v;
+      }
+      uint16_t h;
+      std::memcpy(&h, src, 2);
+      return scale.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+    };
+    const int64_t in = l.inFeatures;
+    const int64_t tensorRows = l.view ? l.view->tensorRows : l.outFeatures;
+    const size_t scales = scale.data().size() / model::dtypeSize(scale.dtype());
+    const bool perRow = scales == static_cast<size_t>(tensorRows) && tensorRows > 1;
+    const int64_t blockCols = (in + model::kFp8Block - 1) / model::kFp8Block;
+    auto data = l.weight->data();
+    float best = 0.0f;
+    auto rowMax = [&](int64_t row) {
+      for (int64_t c = 0; c < in; ++c) {
+        size_t si = scales == 1 ? 0
+                    : perRow    ? static_cast<size_t>(row)
+                                : static_cast<size_t>((row / model::kFp8Block) * blockCols +
+                                                      c / model::kFp8Block);
+        float v = std::fabs(nvfp4::decodeE4M3(data[static_cast<size_t>(row * in + c)])) *
+                  scaleAt(si);
+        best = std::max(best, v);
+      }
+    };
+    if (!l.view) {
+      for (int64_t r = 0; r < l.outFeatures; ++r)
+        rowMax(r);
+      return best;
+    }
+    const model::RowView &v = *l.view;
+    const int64_t groups = std::max<int64_t>(1, v.groups), run = l.outFeatures / groups;
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t r = 0; r < run; ++r)
+        rowMax(v.offset + g * v.stride + r);
+    return best;
+  }
+
   /// The largest magnitude of bytes [first, first + size) of a dense tensor.
   static float maxAbsIn(const model::Tensor &t, size_t first, size_t size) {
     auto all = t.data();
@@ -164,7 +213,7 @@ private:
         at(tensorNames.front()), RankedTensorType::get(shape, elementType(dtype)),
         names(tensorNames), b_.getDenseI64ArrayAttr(partRows), b_.getI64IntegerAttr(experts),
         absMax > 0.0f ? b_.getF32FloatAttr(absMax + (addOne ? 1.0f : 0.0f)) : FloatAttr(),
-        ArrayAttr(), views, addOne ? b_.getUnitAttr() : UnitAttr());
+        ArrayAttr(), views, addOne ? b_.getUnitAttr() : UnitAttr(), ArrayAttr());
     return op.getResult();
   }
 
@@ -207,14 +256,20 @@ private:
     std::vector<const model::RowView *> views;
     SmallVector<float> scales;
     float absMax = 0.0f;
+    // FP8 parts are dense weights once packed (E4M3 x scale in FP16), so
+    // they fuse with BF16/F16 ones; NVFP4 parts fuse only with NVFP4.
+    auto formatName = [](const Linear &l) {
+      return l.isNvfp4() ? std::string("NVFP4") : std::string(model::dtypeName(l.dtype));
+    };
+    std::vector<std::string> fp8Scales; // per name: its FP8 scale tensor, or ""
+    bool anyFp8 = false, allDense = true;
     for (size_t e = 0; e < perExpert.size(); ++e) {
       for (const Linear *l : perExpert[e]) {
-        if (l->format != first.format || l->inFeatures != first.inFeatures ||
-            (!l->isNvfp4() && l->dtype != first.dtype)) {
+        if (l->isNvfp4() != first.isNvfp4() || l->inFeatures != first.inFeatures ||
+            (!l->isNvfp4() && !l->isFp8() && !first.isFp8() && l->dtype != first.dtype)) {
           error_ = "'" + l->module + "' and '" + first.module +
-                   "' are fused into one GEMM but differ in format or dtype (" +
-                   (l->isNvfp4() ? "NVFP4" : std::string(model::dtypeName(l->dtype))) + " vs " +
-                   (first.isNvfp4() ? "NVFP4" : std::string(model::dtypeName(first.dtype))) +
+                   "' are fused into one GEMM but differ in format or dtype (" + formatName(*l) +
+                   " vs " + formatName(first) +
                    "); volt needs the parts of a fused projection in one format";
           return {};
         }
@@ -223,16 +278,27 @@ private:
         if (e == 0)
           partRows.push_back(l->outFeatures);
         scales.push_back(l->globalScale);
+        anyFp8 |= l->isFp8();
+        allDense &= l->format == model::WeightFormat::Dense;
+        fp8Scales.push_back(!l->isFp8()        ? std::string()
+                                 : l->weightScale ? l->weightScale->name()
+                                                  : l->module + ".weight_scale");
         if (!l->isNvfp4())
-          absMax = std::max(absMax, maxAbs(*l));
+          absMax = std::max(absMax, l->isFp8() ? maxAbsFp8(*l) : maxAbs(*l));
       }
     }
     int64_t experts = stacked ? static_cast<int64_t>(perExpert.size()) : 0;
-    bool fromDense = !first.isNvfp4() && options_.quantizeNvfp4 && model::quantizedByDefault(first);
+    bool fromDense = allDense && options_.quantizeNvfp4 && model::quantizedByDefault(first);
     const DenseI64ArrayAttr viewNumbers = viewsAttr(views, partRows);
-    if (!first.isNvfp4() && !fromDense)
-      return denseWeight(tensorNames, partRows, first.inFeatures, experts, first.dtype, absMax,
-                         viewNumbers);
+    if (!first.isNvfp4() && !fromDense) {
+      Value w = denseWeight(tensorNames, partRows, first.inFeatures, experts,
+                            first.isFp8() ? model::DType::F16 : first.dtype, absMax, viewNumbers);
+      if (anyFp8)
+        w.getDefiningOp()->setAttr("scale_names",
+                                   b_.getStrArrayAttr(SmallVector<StringRef>(
+                                       fp8Scales.begin(), fp8Scales.end())));
+      return w;
+    }
     if (fromDense) {
       // ModelOpt's recipe: one global scale per tensor, amax / (6 * 448).
       scales.clear();

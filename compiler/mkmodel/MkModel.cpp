@@ -110,6 +110,11 @@ public:
   /// ModelOpt exports they share one global scale.
   void linears(const std::vector<Part> &parts, bool quantizable) {
     bool quantize = quantizable && !dense_ && o_.format != Format::BF16;
+    if (o_.format == Format::ModelOptMixed && !dense_) {
+      if (isFp8Module(parts.front().module))
+        return fp8Linears(parts);
+      quantize = quantizable || parts.front().module == "lm_head";
+    }
     if (!quantize) {
       for (const Part &p : parts) {
         param(p.module + ".weight", {p.out, p.in}, 0.0f, 1.0f / std::sqrt(float(p.in)));
@@ -155,6 +160,40 @@ public:
         tensors_.push_back({p.module + ".weight_scale_2", DType::F32, {}, f32Bytes(q.globalScale)});
         tensors_.push_back({p.module + ".input_scale", DType::F32, {}, f32Bytes(1.0f)});
       }
+      if (p.bias)
+        param(p.module + ".bias", {p.out}, 0.0f, 0.1f);
+    }
+  }
+
+  /// The modules NVIDIA's mixed export stores in FP8.
+  static bool isFp8Module(const std::string &m) {
+    for (const char *suffix : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                               "self_attn.o_proj", "linear_attn.in_proj_qkv",
+                               "linear_attn.in_proj_qkvz", "linear_attn.in_proj_z",
+                               "linear_attn.out_proj"})
+      if (m.ends_with(suffix))
+        return true;
+    return false;
+  }
+
+  /// FP8 E4M3 weights with ModelOpt's per-tensor recipe: scale = amax / 448,
+  /// element = nearest E4M3 of w / scale; a static input scale beside it.
+  void fp8Linears(const std::vector<Part> &parts) {
+    for (const Part &p : parts) {
+      PendingTensor t{p.module + ".weight", DType::F8E4M3, {p.out, p.in}, {}};
+      float scale = 1.0f;
+      if (!o_.zeros) {
+        std::vector<float> w = values(p.module + ".weight", uint64_t(p.out * p.in), 0.0f,
+                                      1.0f / std::sqrt(float(p.in)));
+        float amax = nvfp4::absMax(w);
+        scale = amax > 0.0f ? amax / nvfp4::kE4M3Max : 1.0f;
+        t.bytes.resize(w.size());
+        for (size_t i = 0; i < w.size(); ++i)
+          t.bytes[i] = nvfp4::encodeE4M3(w[i] / scale);
+      }
+      tensors_.push_back(std::move(t));
+      tensors_.push_back({p.module + ".weight_scale", DType::F32, {}, f32Bytes(scale)});
+      tensors_.push_back({p.module + ".input_scale", DType::F32, {}, f32Bytes(1.0f)});
       if (p.bias)
         param(p.module + ".bias", {p.out}, 0.0f, 0.1f);
     }
@@ -383,6 +422,8 @@ const char *formatName(Format format) {
   switch (format) {
   case Format::ModelOpt:
     return "modelopt";
+  case Format::ModelOptMixed:
+    return "modelopt-mixed";
   case Format::CompressedTensors:
     return "compressed-tensors";
   case Format::BF16:
@@ -391,10 +432,12 @@ const char *formatName(Format format) {
   return "?";
 }
 
-std::vector<std::string> formatNames() { return {"modelopt", "compressed-tensors", "bf16"}; }
+std::vector<std::string> formatNames() {
+  return {"modelopt", "compressed-tensors", "bf16", "modelopt-mixed"};
+}
 
 Result<Format> parseFormat(const std::string &name) {
-  for (Format f : {Format::ModelOpt, Format::CompressedTensors, Format::BF16})
+  for (Format f : {Format::ModelOpt, Format::CompressedTensors, Format::BF16, Format::ModelOptMixed})
     if (name == formatName(f))
       return f;
   return Error("unknown format '" + name + "' (valid: " + joinList(formatNames()) + ")");
@@ -443,6 +486,37 @@ Result<Written> writeModelReport(const Options &o) {
         {"ignore", excludeList(c, o.format)},
         {"quantization_status", "compressed"},
         {"kv_cache_scheme", nullptr}};
+  } else if (o.format == Format::ModelOptMixed) {
+    // The per-layer map from the tensors themselves (names and dtypes only:
+    // a zero-filled probe costs no random numbers): each FP8 or NVFP4
+    // module, the experts of a layer under their parent "...mlp.experts".
+    Options probe = o;
+    probe.zeros = true;
+    json layers = json::object();
+    for (const PendingTensor &t : modelTensors(probe, c, config)) {
+      if (!t.name.ends_with(".weight") ||
+          (t.dtype != DType::F8E4M3 && t.dtype != DType::U8))
+        continue;
+      std::string module = t.name.substr(0, t.name.size() - 7);
+      if (size_t at = module.find(".experts."); at != std::string::npos)
+        module.resize(at + 8);
+      layers[module] = t.dtype == DType::F8E4M3
+                           ? json{{"quant_algo", "FP8"}}
+                           : json{{"quant_algo", "NVFP4"}, {"group_size", 16}};
+    }
+    json exclude = json::array();
+    for (const auto &pattern : excludeList(c, Format::ModelOpt)) {
+      const std::string text = pattern.get<std::string>();
+      if (text != "lm_head" && !Emitter::isFp8Module(text))
+        exclude.push_back(text);
+    }
+    json quant = {{"quant_algo", "MIXED_PRECISION"},
+                  {"kv_cache_quant_algo", nullptr},
+                  {"exclude_modules", exclude},
+                  {"quantized_layers", layers}};
+    VOLT_RETURN_IF_ERROR(
+        emit("hf_quant_config.json", {{"producer", {{"name", "modelopt"}, {"version", "0.37.0"}}},
+                                      {"quantization", quant}}));
   } else if (o.format == Format::ModelOpt) {
     json quant = {{"quant_algo", "NVFP4"},
                   {"kv_cache_quant_algo", nullptr},

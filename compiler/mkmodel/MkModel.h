@@ -29,10 +29,16 @@ enum class Format {
   ModelOpt,          ///< ModelOpt NVFP4 (hf_quant_config.json)
   CompressedTensors, ///< compressed-tensors nvfp4-pack-quantized
   BF16,              ///< unquantized bfloat16
+  /// ModelOpt MIXED_PRECISION as NVIDIA's Qwen3.6 NVFP4 export: attention's
+  /// q/k/v/o and linear attention's in_proj_qkv(z)/in_proj_z/out_proj in FP8
+  /// (per-tensor scales), experts, shared expert, dense MLPs and lm_head in
+  /// NVFP4, the rest BF16; a per-layer `quantized_layers` map.
+  ModelOptMixed,
 };
 
 const char *formatName(Format format);
-/// Names accepted on the command line: modelopt, compressed-tensors, bf16.
+/// Names accepted on the command line: modelopt, compressed-tensors, bf16,
+/// modelopt-mixed.
 std::vector<std::string> formatNames();
 Result<Format> parseFormat(const std::string &name);
 

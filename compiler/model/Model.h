@@ -27,7 +27,11 @@
 
 namespace volt::model {
 
-enum class WeightFormat { Dense, Nvfp4 };
+enum class WeightFormat { Dense, Nvfp4, Fp8 };
+
+/// The rows and columns of one scale of a block-scaled FP8 weight
+/// (transformers' weight_block_size, ModelOpt's FP8_PB_WO).
+constexpr int64_t kFp8Block = 128;
 
 /// Which rows of its checkpoint tensor a weight (or a part of one) is, when
 /// it is not the whole tensor: `groups` equal runs, run g starting at row
@@ -61,10 +65,14 @@ struct Linear {
   int64_t outFeatures = 0;
   int64_t inFeatures = 0;
   WeightFormat format = WeightFormat::Dense;
-  /// Dense: the weight's dtype. NVFP4: U8.
+  /// Dense: the weight's dtype. NVFP4: U8. FP8: F8E4M3.
   DType dtype = DType::BF16;
-  /// Dense: the [N, K] weight. NVFP4: the packed [N, K/2] data.
+  /// Dense and FP8: the [N, K] weight. NVFP4: the packed [N, K/2] data.
   const Tensor *weight = nullptr;
+  /// FP8: the F32 scale that multiplies the E4M3 values: one ([] or [1]),
+  /// one per output row ([N] or [N, 1]), or one per 128 x 128 block
+  /// ([ceil(N/128), ceil(K/128)]). Its name is weightScaleName().
+  const Tensor *weightScale = nullptr;
   /// NVFP4: the E4M3 block scales [N, K/16].
   const Tensor *blockScales = nullptr;
   /// NVFP4: the global scale as a multiplier (NaN when config-only).
@@ -75,6 +83,7 @@ struct Linear {
   std::optional<RowView> view;
 
   bool isNvfp4() const { return format == WeightFormat::Nvfp4; }
+  bool isFp8() const { return format == WeightFormat::Fp8; }
   /// The dense weight's tensor name: module + ".weight", or `module` itself
   /// for an expert of a stacked tensor (transformers' fused
   /// experts.gate_up_proj [E, 2I, H]).
@@ -83,7 +92,7 @@ struct Linear {
   }
   uint64_t numParams() const;
   /// Bytes as stored in the checkpoint (NVFP4: data + block scales + global
-  /// scale).
+  /// scale; FP8: one byte per weight + its scales).
   uint64_t bytes() const;
 };
 

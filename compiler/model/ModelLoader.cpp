@@ -29,6 +29,8 @@ uint64_t Linear::numParams() const {
 uint64_t Linear::bytes() const {
   uint64_t n = static_cast<uint64_t>(outFeatures) * static_cast<uint64_t>(inFeatures);
   uint64_t w = isNvfp4() ? n / 2 + n / nvfp4::kBlockSize + 4 : n * dtypeSize(dtype);
+  if (isFp8())
+    w += weightScale ? weightScale->data().size() : 4;
   return w + (bias ? bias->bytes() : 0);
 }
 

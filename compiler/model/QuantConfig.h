@@ -4,7 +4,10 @@
 // names and global-scale conventions: NVIDIA ModelOpt (hf_quant_config.json
 // or config.json `quantization_config` with quant_method "modelopt") and
 // compressed-tensors (`quant_method: compressed-tensors`, format
-// `nvfp4-pack-quantized`). This reads the claim. The claim only predicts;
+// `nvfp4-pack-quantized`). FP8 E4M3 weights come from ModelOpt (quant_algo
+// `FP8`, or per layer under `MIXED_PRECISION`, as NVIDIA's Qwen3.6 NVFP4
+// export keeps attention in FP8) and from `quant_method: fp8` (the
+// block-scaled FP8 releases of Qwen). This reads the claim. The claim only predicts;
 // the per-tensor format is decided from the tensors actually present
 // (published checkpoints have had modules missing from their exclude lists).
 //
@@ -16,6 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -26,7 +30,13 @@ enum class QuantFormat {
   None,                   ///< unquantized BF16/F16/F32
   ModelOptNvfp4,          ///< P.weight U8, P.weight_scale E4M3, P.weight_scale_2 (multiplier)
   CompressedTensorsNvfp4, ///< P.weight_packed, P.weight_scale, P.weight_global_scale (divisor)
+  ModelOptFp8,            ///< P.weight E4M3, P.weight_scale F32 (per tensor or per row)
+  ModelOptMixed,          ///< MIXED_PRECISION: NVFP4 or FP8 per layer (`quantized_layers`)
+  Fp8,                    ///< quant_method fp8: P.weight E4M3, P.weight_scale_inv per block
 };
+
+/// What the claim says one module's weight is.
+enum class LayerFormat { Unquantized, Nvfp4, Fp8 };
 
 const char *quantFormatName(QuantFormat format);
 
@@ -49,6 +59,14 @@ struct QuantConfig {
   /// Whether the claim says module `name` (e.g. "lm_head",
   /// "model.layers.0.mlp.gate") stays unquantized.
   bool isExcluded(const std::string &name) const;
+
+  /// MIXED_PRECISION's `quantized_layers`: modules, or a parent of them
+  /// ("model.layers.0.mlp.experts"), and their format.
+  std::map<std::string, LayerFormat> layers;
+  /// The format the claim predicts for module `name`: from `layers` (the
+  /// module or its nearest listed parent; unlisted modules are unquantized)
+  /// under MIXED_PRECISION, else the checkpoint's one format unless excluded.
+  LayerFormat formatOf(const std::string &name) const;
 
   /// Compiled `re:` patterns, in the order of excludePatterns (empty regex
   /// for non-regex entries).

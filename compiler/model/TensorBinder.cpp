@@ -1,6 +1,7 @@
 //===- TensorBinder.cpp ---------------------------------------------------===//
 #include "compiler/model/TensorBinder.h"
 
+#include "runtime/numerics/Half.h"
 #include "runtime/numerics/Nvfp4.h"
 
 #include <cmath>
@@ -95,10 +96,12 @@ Result<Linear> TensorBinder::linear(const std::string &module, int64_t out, int6
     return missing(module + ".weight", module + ".weight_packed");
   if (weight->dtype() == DType::U8)
     return nvfp4(std::move(lin), *weight, module + ".weight_scale_2", false);
+  if (weight->dtype() == DType::F8E4M3)
+    return fp8(std::move(lin), *weight);
   if (!isFloat(weight->dtype()))
     return Error("tensor " + located(*weight) + ": dtype " +
                  std::string(dtypeName(weight->dtype())) +
-                 ", expected BF16/F16/F32 (dense) or U8 (packed NVFP4)");
+                 ", expected BF16/F16/F32 (dense), U8 (packed NVFP4) or F8_E4M3 (FP8)");
   std::vector<int64_t> want = {out, in};
   if (weight->shape() != want)
     return Error("tensor " + located(*weight) + ": shape " + formatShape(weight->shape()) +
@@ -221,11 +224,86 @@ std::vector<std::string> TensorBinder::unused() const {
 }
 
 Linear TensorBinder::predict(Linear lin, bool quantizable) const {
-  bool quantized = model_.quant.format != QuantFormat::None && quantizable &&
-                   !model_.quant.isExcluded(lin.module) && lin.inFeatures % 16 == 0;
-  lin.format = quantized ? WeightFormat::Nvfp4 : WeightFormat::Dense;
-  lin.dtype = quantized ? DType::U8 : denseDtype_;
+  const LayerFormat claimed =
+      quantizable ? model_.quant.formatOf(lin.module) : LayerFormat::Unquantized;
+  if (claimed == LayerFormat::Nvfp4 && lin.inFeatures % 16 == 0) {
+    lin.format = WeightFormat::Nvfp4;
+    lin.dtype = DType::U8;
+  } else if (claimed == LayerFormat::Fp8) {
+    lin.format = WeightFormat::Fp8;
+    lin.dtype = DType::F8E4M3;
+  } else {
+    lin.format = WeightFormat::Dense;
+    lin.dtype = denseDtype_;
+  }
   lin.globalScale = std::nanf("");
+  return lin;
+}
+
+Result<Linear> TensorBinder::fp8(Linear lin, const Tensor &weight) {
+  const std::string &module = lin.module;
+  const int64_t out = lin.outFeatures, in = lin.inFeatures;
+  std::vector<int64_t> want = {out, in};
+  if (weight.shape() != want)
+    return Error("tensor " + located(weight) + ": shape " + formatShape(weight.shape()) +
+                 ", expected " + formatShape(want) + " for an FP8 weight");
+  // ModelOpt names the multiplier weight_scale, transformers' block FP8
+  // weight_scale_inv (the inverse of the quantization scale: also a
+  // multiplier).
+  const Tensor *scale = take(module + ".weight_scale");
+  if (!scale)
+    scale = take(module + ".weight_scale_inv");
+  if (!scale)
+    return Error("tensor " + located(weight) + " is FP8 but has no " +
+                 inQuotes(module + ".weight_scale") + " or " +
+                 inQuotes(module + ".weight_scale_inv") + " sibling (its scale)");
+  const std::vector<int64_t> &shape = scale->shape();
+  const int64_t blocksOut = (out + kFp8Block - 1) / kFp8Block,
+                blocksIn = (in + kFp8Block - 1) / kFp8Block;
+  const bool perTensor = scale->entry->numElements() == 1 && shape.size() <= 1;
+  const bool perRow = (shape.size() == 1 && shape[0] == out) ||
+                      (shape.size() == 2 && shape[0] == out && shape[1] == 1);
+  const bool perBlock = shape.size() == 2 && shape[0] == blocksOut && shape[1] == blocksIn;
+  if (scale->dtype() != DType::F32 && scale->dtype() != DType::BF16 &&
+      scale->dtype() != DType::F16)
+    return Error("tensor " + located(*scale) + ": FP8 scales must be F32, BF16 or F16, found " +
+                 std::string(dtypeName(scale->dtype())));
+  if (!perTensor && !perRow && !perBlock)
+    return Error("tensor " + located(*scale) + ": shape " + formatShape(shape) +
+                 ", expected [] (per tensor), " + formatShape(std::vector<int64_t>{out}) + " (per output row) or " +
+                 formatShape(std::vector<int64_t>{blocksOut, blocksIn}) + " (per 128 x 128 block) for a " +
+                 formatShape(want) + " FP8 weight");
+  // Every scale is read: there are few of them, and a bad one would make
+  // the whole tensor wrong.
+  auto bytes = scale->data();
+  const size_t size = dtypeSize(scale->dtype());
+  for (size_t i = 0; i * size < bytes.size(); ++i) {
+    float v = 0.0f;
+    if (scale->dtype() == DType::F32) {
+      std::memcpy(&v, bytes.data() + i * 4, 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + i * 2, 2);
+      v = scale->dtype() == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+    }
+    if (!std::isfinite(v) || v < 0.0f)
+      return Error("tensor " + located(*scale) + ": scale " + std::to_string(i) + " is " +
+                   std::to_string(v) + "; FP8 scales must be finite and non-negative");
+  }
+  if (options_.verifyData) {
+    auto data = weight.data();
+    for (size_t i = 0; i < data.size(); ++i)
+      if ((data[i] & 0x7F) == 0x7F)
+        return Error("tensor " + located(weight) + ": element [" +
+                     std::to_string(i / static_cast<size_t>(in)) + ", " +
+                     std::to_string(i % static_cast<size_t>(in)) + "] is NaN");
+  }
+  lin.format = WeightFormat::Fp8;
+  lin.dtype = DType::F8E4M3;
+  lin.weight = &weight;
+  lin.weightScale = scale;
+  // Static activation scales (W8A8) mean nothing to a weight-only kernel.
+  take(module + ".input_scale");
   return lin;
 }
 

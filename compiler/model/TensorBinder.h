@@ -78,6 +78,8 @@ private:
   Linear predict(Linear lin, bool quantizable) const;
   Result<Linear> nvfp4(Linear lin, const Tensor &packed, const std::string &globalName,
                        bool globalIsDivisor);
+  /// An FP8 E4M3 weight [N, K] and its scale (per tensor, row or block).
+  Result<Linear> fp8(Linear lin, const Tensor &weight);
   Status verifyBlockScales(const Tensor &scales, int64_t perRow) const;
 
   const Model &model_;

@@ -59,7 +59,7 @@ RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
   RankWeights r;
   auto add = [&](const Linear &lin, int64_t out, int64_t in) {
     uint64_t n = static_cast<uint64_t>(out) * static_cast<uint64_t>(in);
-    bool nvfp4 = lin.isNvfp4() || (quantize && quantizedByDefault(lin));
+    bool nvfp4 = lin.isNvfp4() || (quantize && !lin.isFp8() && quantizedByDefault(lin));
     if (nvfp4)
       r.nvfp4Bytes += n / 2 + n / nvfp4::kBlockSize + 4;
     else

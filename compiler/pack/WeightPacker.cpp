@@ -1,6 +1,7 @@
 //===- WeightPacker.cpp ---------------------------------------------------===//
 #include "compiler/pack/WeightPacker.h"
 
+#include "compiler/model/Model.h"
 #include "runtime/numerics/Half.h"
 #include "runtime/numerics/Nvfp4.h"
 #include "runtime/support/Strings.h"
@@ -111,32 +112,102 @@ Status checkShape(const std::string &entry, const model::Tensor &t, const PartSl
                (s.expert >= 0 ? " (at least that many experts)" : ""));
 }
 
-/// This rank's rows and columns of a dense tensor, as FP32.
-Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s) {
+/// Element `index` of a BF16, F16 or F32 tensor's data.
+float floatAt(const model::Tensor &t, size_t index) {
+  const uint8_t *src = t.data().data() + index * model::dtypeSize(t.dtype());
+  if (t.dtype() == model::DType::F32) {
+    float v;
+    std::memcpy(&v, src, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, src, 2);
+  return t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+}
+
+/// How an FP8 tensor's scale tensor maps a weight element to its scale.
+struct Fp8Scale {
+  const model::Tensor *tensor = nullptr;
+  enum { PerTensor, PerRow, PerBlock } kind = PerTensor;
+  int64_t blockCols = 0; ///< scales per row of blocks (PerBlock)
+
+  float at(int64_t row, int64_t col) const {
+    switch (kind) {
+    case PerRow:
+      return floatAt(*tensor, static_cast<size_t>(row));
+    case PerBlock:
+      return floatAt(*tensor, static_cast<size_t>((row / model::kFp8Block) * blockCols +
+                                                  col / model::kFp8Block));
+    case PerTensor:
+      break;
+    }
+    return floatAt(*tensor, 0);
+  }
+};
+
+Result<Fp8Scale> fp8ScaleOf(const model::Tensor &weight, const model::Tensor *scale,
+                            const PartSlice &s) {
+  if (!scale)
+    return Error("tensor '" + weight.name() + "' is FP8 and the plan names no scale for it");
+  if (s.expert >= 0)
+    return Error("tensor '" + weight.name() +
+                 "': FP8 experts stored stacked are not supported (a quantized export stores "
+                 "them per expert)");
+  if (scale->dtype() != model::DType::F32 && scale->dtype() != model::DType::BF16 &&
+      scale->dtype() != model::DType::F16)
+    return Error("tensor '" + scale->name() + "': dtype " +
+                 std::string(model::dtypeName(scale->dtype())) + ", expected F32, BF16 or F16");
+  const auto &shape = scale->shape();
+  const int64_t rows = s.tensorRows, cols = s.cols ? s.fullCols : 1;
+  const int64_t blockRows = (rows + model::kFp8Block - 1) / model::kFp8Block,
+                blockCols = (cols + model::kFp8Block - 1) / model::kFp8Block;
+  Fp8Scale out;
+  out.tensor = scale;
+  if (scale->entry->numElements() == 1 && shape.size() <= 1)
+    out.kind = Fp8Scale::PerTensor;
+  else if ((shape.size() == 1 && shape[0] == rows) ||
+           (shape.size() == 2 && shape[0] == rows && shape[1] == 1))
+    out.kind = Fp8Scale::PerRow;
+  else if (shape.size() == 2 && shape[0] == blockRows && shape[1] == blockCols) {
+    out.kind = Fp8Scale::PerBlock;
+    out.blockCols = blockCols;
+  } else
+    return Error("tensor '" + scale->name() + "': shape " + shapeText(*scale) +
+                 " is not a scale of the " + shapeText(weight) +
+                 " FP8 weight (expected [], [rows], [rows, 1] or 128 x 128 blocks " +
+                 model::formatShape(std::vector<int64_t>{blockRows, blockCols}) + ")");
+  return out;
+}
+
+/// This rank's rows and columns of a dense tensor, as FP32; an FP8 E4M3
+/// tensor times its scale.
+Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s,
+                                     const model::Tensor *fp8Scale = nullptr) {
   VOLT_RETURN_IF_ERROR(checkShape("", t, s, s.fullCols));
-  size_t srcSize = model::dtypeSize(t.dtype());
+  const bool fp8 = t.dtype() == model::DType::F8E4M3;
   if (t.dtype() != model::DType::BF16 && t.dtype() != model::DType::F16 &&
-      t.dtype() != model::DType::F32)
+      t.dtype() != model::DType::F32 && !fp8)
     return Error("tensor '" + t.name() + "': dtype " + std::string(model::dtypeName(t.dtype())) +
                  " cannot be converted to a dense kernel weight");
+  Fp8Scale scale;
+  if (fp8) {
+    auto found = fp8ScaleOf(t, fp8Scale, s);
+    if (!found)
+      return found.error();
+    scale = *found;
+  }
   auto data = t.data();
   int64_t cols = s.cols ? s.cols : 1, fullCols = s.cols ? s.fullCols : 1;
   std::vector<float> values(static_cast<size_t>(s.rows * cols));
   float *dst = values.data();
   for (const auto &[first, rows] : s.runs) {
     for (int64_t r = 0; r < rows; ++r) {
+      const int64_t row = s.rowBase + first + r;
       for (int64_t c = 0; c < cols; ++c) {
-        size_t index =
-            static_cast<size_t>((s.rowBase + first + r) * fullCols + s.colStart + c);
-        const uint8_t *src = data.data() + index * srcSize;
-        if (t.dtype() == model::DType::F32) {
-          std::memcpy(dst, src, 4);
-        } else {
-          uint16_t h;
-          std::memcpy(&h, src, 2);
-          *dst = t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
-        }
-        ++dst;
+        const int64_t col = s.colStart + c;
+        size_t index = static_cast<size_t>(row * fullCols + col);
+        // E4M3 × scale is formed in FP32 and rounded once, by the caller.
+        *dst++ = fp8 ? nvfp4::decodeE4M3(data[index]) * scale.at(row, col) : floatAt(t, index);
       }
     }
   }
@@ -145,8 +216,8 @@ Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s)
 
 /// Appends a dense slice converted to FP16 or FP32.
 Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes, bool addOne,
-                   std::vector<uint8_t> &out) {
-  auto values = readDense(t, s);
+                   const model::Tensor *fp8Scale, std::vector<uint8_t> &out) {
+  auto values = readDense(t, s, fp8Scale);
   if (!values)
     return values.error();
   if (addOne)
@@ -216,7 +287,14 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
         if (!t)
           return Error("weight entry '" + spec.name + "': tensor '" + name +
                        "' is not in the checkpoint");
-        VOLT_RETURN_IF_ERROR(appendDense(*t, s, spec.elementBytes, spec.addOne, out));
+        const model::Tensor *scale = nullptr;
+        if (nameIndex < spec.scaleNames.size() && !spec.scaleNames[nameIndex].empty()) {
+          scale = ckpt.find(spec.scaleNames[nameIndex]);
+          if (!scale)
+            return Error("weight entry '" + spec.name + "': scale tensor '" +
+                         spec.scaleNames[nameIndex] + "' is not in the checkpoint");
+        }
+        VOLT_RETURN_IF_ERROR(appendDense(*t, s, spec.elementBytes, spec.addOne, scale, out));
         continue;
       }
       const model::Tensor *packed = ckpt.find(name + ".weight_packed");

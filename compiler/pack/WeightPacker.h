@@ -75,6 +75,11 @@ struct WeightSpec {
   /// Dense: write 1 + each value (a zero-centred norm weight), summed in
   /// FP32 and rounded once.
   bool addOne = false;
+  /// Dense entries of FP8 E4M3 tensors: per name, the F32/BF16/F16 scale
+  /// tensor that multiplies it ([] per tensor, [rows] or [rows, 1] per row,
+  /// [ceil(rows/128), ceil(cols/128)] per block); the product is formed in
+  /// FP32 and rounded once to the entry's dtype. Empty: no FP8 names.
+  std::vector<std::string> scaleNames;
 };
 
 /// Where an entry landed in the pack.

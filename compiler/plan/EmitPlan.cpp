@@ -81,6 +81,9 @@ pack::WeightSpec specOf(vx::WeightOp w) {
       s.shards.push_back({shard.getDim(), shard.getParts(), shard.getReplicas()});
     }
   s.addOne = w.getAddOne();
+  if (auto scales = w.getScaleNames())
+    for (Attribute a : *scales)
+      s.scaleNames.push_back(cast<StringAttr>(a).getValue().str());
   if (auto views = w.getViews())
     for (size_t i = 0; i + 4 < views->size(); i += 5) {
       const int64_t *v = views->data() + i;

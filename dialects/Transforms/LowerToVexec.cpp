@@ -190,7 +190,8 @@ LogicalResult Lowering::lowerWeight(Operation *op) {
       nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards,
       nvfp4 && cast<vi::Nvfp4WeightOp>(op).getFromDense() ? b_.getUnitAttr() : UnitAttr(),
       nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getViewsAttr() : cast<vi::WeightOp>(op).getViewsAttr(),
-      !nvfp4 && cast<vi::WeightOp>(op).getAddOne() ? b_.getUnitAttr() : UnitAttr());
+      !nvfp4 && cast<vi::WeightOp>(op).getAddOne() ? b_.getUnitAttr() : UnitAttr(),
+      nvfp4 ? ArrayAttr() : cast<vi::WeightOp>(op).getScaleNamesAttr());
   for (Value r : op->getResults())
     buffers_[r] = w;
   return success();

@@ -85,6 +85,9 @@ LogicalResult WeightOp::verify() {
   if (auto views = getViews(); views && views->size() != 5 * getNames().size())
     return emitOpError() << "has " << views->size() << " view numbers for " << getNames().size()
                          << " names; expected 5 per name";
+  if (auto scales = getScaleNames(); scales && scales->size() != getNames().size())
+    return emitOpError() << "has " << scales->size() << " scale_names for "
+                         << getNames().size() << " names";
   for (int64_t d : getShape())
     if (d <= 0)
       return emitOpError() << "shape must be positive";

@@ -80,7 +80,8 @@ def Vexec_WeightOp : Vexec_Op<"weight", [Pure]> {
     with its NVFP4 `global_scales`. `shape` is this rank's logical shape.
     With `from_dense`, NVFP4 entries are quantized from dense tensors.
     `views`: which rows of its tensor each name is, as on `volt.weight`;
-    `add_one`: the entry holds 1 + the checkpoint's values.
+    `add_one`: the entry holds 1 + the checkpoint's values;
+    `scale_names`: the scales of FP8 names, as on `volt.weight`.
 
     ```mlir
     %w = vexec.weight {name = "model.layers.0.self_attn.qkv", names = ["q", "k", "v"],
@@ -94,7 +95,8 @@ def Vexec_WeightOp : Vexec_Op<"weight", [Pure]> {
                        DefaultValuedAttr<I64Attr, "0">:$experts,
                        OptionalAttr<DenseF32ArrayAttr>:$global_scales,
                        OptionalAttr<ArrayAttr>:$shards, UnitAttr:$from_dense,
-                       OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one);
+                       OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one,
+                       OptionalAttr<StrArrayAttr>:$scale_names);
   let results = (outs Vexec_BufferType:$buffer);
   let assemblyFormat = "attr-dict `:` type($buffer)";
   let hasVerifier = 1;

@@ -165,6 +165,9 @@ LogicalResult WeightOp::verify() {
                                getResult().getType().getShape())) ||
       failed(verifyRowViews(*this, getViews(), getNames().size())))
     return failure();
+  if (auto scales = getScaleNames(); scales && scales->size() != getNames().size())
+    return emitOpError() << "has " << scales->size() << " scale_names for "
+                         << getNames().size() << " names";
   return verifyShards(*this, getShards(), getPartRows().size(), getResult().getType().getRank());
 }
 

@@ -41,17 +41,28 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
     With `add_one`, the weight is 1 + the checkpoint's values (a norm
     stored zero-centred, x̂ · (1 + w): Qwen3-Next, Qwen3.5), the sum taken in
     FP32 when the weights are packed.
+    `scale_names`, when present, has one entry per name: for an FP8 E4M3
+    tensor, the tensor of scales that multiply it (per tensor, per row or
+    per 128 x 128 block), else "". The weight is then E4M3 × scale formed
+    in FP32 and rounded once to the result's element type when packed:
+    FP8 checkpoints run weight-only, stored in FP16 on GPUs without FP8
+    arithmetic.
 
     ```mlir
     %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>}
         : tensor<8x64xbf16>
+    %q = volt.weight {names = ["model.layers.0.self_attn.q_proj.weight"],
+                      part_rows = array<i64: 64>,
+                      scale_names = ["model.layers.0.self_attn.q_proj.weight_scale"]}
+        : tensor<64x64xf16>
     ```
   }];
   let arguments = (ins StrArrayAttr:$names, DenseI64ArrayAttr:$part_rows,
                        DefaultValuedAttr<I64Attr, "0">:$experts,
                        OptionalAttr<F32Attr>:$max_abs,
                        OptionalAttr<ArrayAttr>:$shards,
-                       OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one);
+                       OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one,
+                       OptionalAttr<StrArrayAttr>:$scale_names);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;

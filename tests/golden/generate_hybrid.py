@@ -51,6 +51,7 @@ import copy
 import json
 import shutil
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -62,10 +63,11 @@ from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generate  # noqa: E402  (the case format and helpers)
+import nvfp4_decode  # noqa: E402
 from tolerance import (TOLERANCE, diff_stats, first_tie, margins, position_rtol,  # noqa: E402
                        robust_prefix, tolerance_check)
 
-SEED_35_MOE, SEED_35_MOE_LONG, SEED_35 = 4, 20, 3
+SEED_35_MOE, SEED_35_MOE_LONG, SEED_35, SEED_35_MOE_MIXED = 4, 20, 3, 16
 PINNED = {k: v for k, v in generate.PINNED.items() if k != "compressed-tensors"}
 HERE = Path(__file__).resolve().parent
 
@@ -80,6 +82,10 @@ MODELS = {
     "qwen3.5-moe-bf16": ("qwen3.5-moe", "bf16", SEED_35_MOE, "short"),
     "qwen3.5-moe-bf16-long": ("qwen3.5-moe", "bf16", SEED_35_MOE_LONG, "long"),
     "qwen3.5-bf16-long": ("qwen3.5", "bf16", SEED_35, "long"),
+    # NVIDIA's Qwen3.6 NVFP4 layout: FP8 attention and linear-attention
+    # projections, NVFP4 experts, shared expert and lm_head, dequantized by
+    # nvfp4_decode.py for the reference.
+    "qwen3.5-moe-mixed": ("qwen3.5-moe", "modelopt-mixed", SEED_35_MOE_MIXED, "short"),
 }
 NOISE_RUNS = 8
 NOISE_FACTOR = 2.0
@@ -196,7 +202,7 @@ def tolerances(full, gap_min, ensemble, prompt_len, step_logits):
     return rtol, prefix, dev
 
 
-def run_case(name, model_dir, model, tok, text, steps, long_case):
+def run_case(name, model_dir, model, tok, text, steps, long_case, ref_dir=None):
     prompt_ids = tok.encode(text, add_special_tokens=False).ids
     hf_tok = AutoTokenizer.from_pretrained(str(model_dir))
     if hf_tok(text, add_special_tokens=False)["input_ids"] != prompt_ids:
@@ -219,7 +225,7 @@ def run_case(name, model_dir, model, tok, text, steps, long_case):
     checks = {"sanity": generate.sanity(step_logits[0], generated),
               "kv_cache_vs_full_forward_max_abs": cache_vs_full}
     if type(model).__name__ in TEXT_ONLY.values():
-        multimodal = load(model_dir, multimodal=True)
+        multimodal = load(ref_dir or model_dir, multimodal=True)
         checks["multimodal_vs_text_only_max_abs"] = float(
             np.abs(generate.forward_hf(multimodal, sequence) - full).max())
         del multimodal
@@ -259,15 +265,20 @@ def run_case(name, model_dir, model, tok, text, steps, long_case):
     }
 
 
-def scan(family, first, end, mkmodel="build/bin/volt-mkmodel"):
-    import tempfile
+def scan(family, first, end, mkmodel="build/bin/volt-mkmodel", fmt="bf16"):
     for seed in range(first, end):
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp) / "m"
-            subprocess.run([mkmodel, "--family", family, "--format", "bf16", "--seed",
+            subprocess.run([mkmodel, "--family", family, "--format", fmt, "--seed",
                             str(seed), "-o", str(d)], check=True, stdout=subprocess.DEVNULL)
+            ref = d
+            if fmt != "bf16":
+                state, _ = nvfp4_decode.dequantize(
+                    nvfp4_decode.load_tensors(d, generate.weight_files(d)), fmt)
+                (Path(tmp) / "f").mkdir()
+                ref = generate.float_model_dir(d, state, Path(tmp) / "f")
             tok = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
-            m = load(d)
+            m = load(ref)
             for kind, text, steps in (("short", generate.SHORT_PROMPT, SHORT_STEPS),
                                       ("long", prompt_text(tok), LONG_STEPS)):
                 ids = tok.encode(text, add_special_tokens=False).ids
@@ -282,8 +293,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mkmodel", help="volt-mkmodel binary: rewrite the models first")
     ap.add_argument("--allow-other-versions", action="store_true")
+    ap.add_argument("--only", nargs="+", metavar="CASE", help="regenerate only these cases")
     ap.add_argument("--scan", nargs=3, metavar=("FAMILY", "FIRST", "END"),
                     help="print each seed's first router tie and robust prefix")
+    ap.add_argument("--scan-format", default="bf16", help="volt-mkmodel --format of --scan")
     args = ap.parse_args()
     generate.PINNED.clear()
     generate.PINNED.update(PINNED)
@@ -292,8 +305,10 @@ def main():
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     if args.scan:
         return scan(args.scan[0], int(args.scan[1]), int(args.scan[2]),
-                    args.mkmodel or "build/bin/volt-mkmodel")
+                    args.mkmodel or "build/bin/volt-mkmodel", args.scan_format)
     for name, (family, fmt, seed, kind) in MODELS.items():
+        if args.only and name not in args.only:
+            continue
         out = generate.MODELS_DIR / name
         if args.mkmodel:
             shutil.rmtree(out, ignore_errors=True)
@@ -301,13 +316,20 @@ def main():
                             "-o", str(out)], check=True)
         model_dir = out
         tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        model = load(model_dir)
-        long_case = kind == "long"
-        text = prompt_text(tok) if long_case else generate.SHORT_PROMPT
-        result = run_case(name, model_dir, model, tok, text,
-                          LONG_STEPS if long_case else SHORT_STEPS, long_case)
+        with tempfile.TemporaryDirectory() as tmp:
+            ref_dir = model_dir
+            if fmt != "bf16":
+                state, _ = nvfp4_decode.dequantize(nvfp4_decode.load_tensors(
+                    model_dir, generate.weight_files(model_dir)), fmt)
+                ref_dir = generate.float_model_dir(model_dir, state, tmp)
+            model = load(ref_dir)
+            long_case = kind == "long"
+            text = prompt_text(tok) if long_case else generate.SHORT_PROMPT
+            result = run_case(name, model_dir, model, tok, text,
+                              LONG_STEPS if long_case else SHORT_STEPS, long_case, ref_dir)
         result["volt_mkmodel"] = {"family": family, "format": fmt, "seed": seed}
-        result["weights"] = "checkpoint loaded by transformers as is"
+        result["weights"] = ("checkpoint loaded by transformers as is" if fmt == "bf16" else
+                             "NVFP4 and FP8 dequantized by tests/golden/nvfp4_decode.py (numpy)")
         result["versions"] = versions
         size = generate.write_json(generate.EXPECTED_DIR / (name + ".json"), result)
         rt = [r for r in result["sequence_rtol"] if r is not None]

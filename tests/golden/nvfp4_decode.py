@@ -92,16 +92,34 @@ def load_tensors(model_dir, files):
 def dequantize(tensors, fmt):
     """A float32 state dict (numpy arrays) with HF names from an NVFP4 or bf16 tensor table.
 
-    `fmt` is "modelopt", "compressed-tensors" or "bf16". Quantized linears
-    become `P.weight` float32 [N, K]; activation and KV scales are dropped
-    (volt runs weight-only); every other tensor is converted to float32.
+    `fmt` is "modelopt", "modelopt-mixed" (NVFP4 and FP8 per layer),
+    "compressed-tensors" or "bf16". Quantized linears become `P.weight`
+    float32 [N, K]; activation and KV scales are dropped (volt runs
+    weight-only); every other tensor is converted to float32. FP8 E4M3
+    weights are decoded by the table above times their `weight_scale` (one
+    value, one per row, or one per 128 x 128 block).
     Returns (state dict, names of the linears that were quantized).
     """
     state = {}
     quantized = []
     consumed = set()
+    modelopt = fmt in ("modelopt", "modelopt-mixed")
     for key, t in tensors.items():
-        if fmt == "modelopt" and key.endswith(".weight") and t.dtype == torch.uint8:
+        if modelopt and key.endswith(".weight") and t.dtype == torch.float8_e4m3fn:
+            module = key[: -len(".weight")]
+            values = E4M3_VALUES[raw_bytes(t)]
+            scale = tensors[module + ".weight_scale"].to(torch.float32).numpy()
+            if scale.size == 1:
+                values = values * np.float32(scale.reshape(()))
+            elif scale.reshape(-1).shape[0] == values.shape[0]:
+                values = values * scale.reshape(-1, 1)
+            else:
+                rows = np.repeat(np.repeat(scale, 128, axis=0), 128, axis=1)
+                values = values * rows[: values.shape[0], : values.shape[1]]
+            state[key] = values.astype(np.float32)
+            consumed |= {key, module + ".weight_scale", module + ".input_scale"}
+            quantized.append(module)
+        elif modelopt and key.endswith(".weight") and t.dtype == torch.uint8:
             module = key[: -len(".weight")]
             products = block_products(raw_bytes(t), raw_bytes(tensors[module + ".weight_scale"]))
             g = tensors[module + ".weight_scale_2"]

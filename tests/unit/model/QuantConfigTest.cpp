@@ -55,7 +55,7 @@ TEST(QuantConfig, ModelOptInConfigJson) {
 }
 
 TEST(QuantConfig, ModelOptAlgorithmsVoltDoesNotRun) {
-  for (const char *algo : {"NVFP4_AWQ", "FP8", "MIXED_PRECISION", "W4A8_AWQ"}) {
+  for (const char *algo : {"NVFP4_AWQ", "NVFP4_SVD", "W4A8_AWQ", "INT8_SQ"}) {
     auto q = load(json::object(), std::string(R"({"quantization": {"quant_algo": ")") + algo +
                                       "\"}}");
     ASSERT_FALSE(q.ok()) << algo;
@@ -106,13 +106,90 @@ TEST(QuantConfig, CompressedTensorsFormatsVoltDoesNotRun) {
 }
 
 TEST(QuantConfig, OtherMethodsAreRejectedByName) {
-  for (const char *method : {"gptq", "awq", "fp8", "mxfp4", "bitsandbytes"}) {
+  for (const char *method : {"gptq", "awq", "mxfp4", "bitsandbytes"}) {
     auto q = load({{"quantization_config", {{"quant_method", method}}}});
     ASSERT_FALSE(q.ok()) << method;
     EXPECT_NE(q.message().find(std::string("'") + method + "' is not supported"),
               std::string::npos)
         << q.message();
   }
+}
+
+// NVIDIA's Qwen3.6 NVFP4 export: FP8 attention, NVFP4 experts listed under
+// their parent module, BF16 the rest.
+const char *kMixed = R"({"quantization": {"quant_algo": "MIXED_PRECISION",
+  "kv_cache_quant_algo": "FP8",
+  "exclude_modules": ["model.layers.*.mlp.gate", "model.layers.0.mlp.experts.7*"],
+  "quantized_layers": {
+    "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+    "model.layers.0.mlp.experts": {"quant_algo": "NVFP4", "group_size": 16},
+    "lm_head": {"quant_algo": "NVFP4", "group_size": 16}}}})";
+
+TEST(QuantConfig, ModelOptMixedPrecisionPerLayer) {
+  auto q = load(json::object(), kMixed);
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->format, QuantFormat::ModelOptMixed);
+  EXPECT_EQ(q->formatOf("model.layers.0.self_attn.q_proj"), LayerFormat::Fp8);
+  EXPECT_EQ(q->formatOf("model.layers.0.mlp.experts.3.gate_proj"), LayerFormat::Nvfp4)
+      << "a listed parent covers its modules";
+  EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Nvfp4);
+  EXPECT_EQ(q->formatOf("model.layers.0.self_attn.k_proj"), LayerFormat::Unquantized)
+      << "unlisted modules are unquantized";
+  EXPECT_EQ(q->formatOf("model.layers.0.self_attn.q_proj_extra"), LayerFormat::Unquantized);
+  EXPECT_EQ(q->formatOf("model.layers.0.mlp.experts.7.up_proj"), LayerFormat::Unquantized)
+      << "the exclude list still applies";
+}
+
+TEST(QuantConfig, ModelOptFp8) {
+  auto q = load(json::object(),
+                R"({"quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}})");
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->format, QuantFormat::ModelOptFp8);
+  EXPECT_TRUE(q->activationsQuantized);
+  EXPECT_EQ(q->formatOf("model.layers.0.mlp.down_proj"), LayerFormat::Fp8);
+  EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Unquantized);
+}
+
+TEST(QuantConfig, MixedPrecisionErrorsNameTheLayer) {
+  auto q = load(json::object(), R"({"quantization": {"quant_algo": "MIXED_PRECISION"}})");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("quantized_layers"), std::string::npos) << q.message();
+  q = load(json::object(), R"({"quantization": {"quant_algo": "MIXED_PRECISION",
+      "quantized_layers": {"model.layers.3.mlp.down_proj": {"quant_algo": "W4A8_AWQ"}}}})");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("quantized_layers.\"model.layers.3.mlp.down_proj\""),
+            std::string::npos)
+      << q.message();
+  EXPECT_NE(q.message().find("'W4A8_AWQ' is not supported"), std::string::npos) << q.message();
+  q = load(json::object(), R"({"quantization": {"quant_algo": "MIXED_PRECISION",
+      "quantized_layers": {"lm_head": "FP8"}}})");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("\"lm_head\": expected an object"), std::string::npos)
+      << q.message();
+  q = load(json::object(), R"({"quantization": {"quant_algo": "MIXED_PRECISION",
+      "quantized_layers": {"lm_head": {"quant_algo": "NVFP4", "group_size": 32}}}})");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("16-element blocks"), std::string::npos) << q.message();
+}
+
+TEST(QuantConfig, BlockScaledFp8Method) {
+  auto q = load({{"quantization_config",
+                  {{"quant_method", "fp8"},
+                   {"fmt", "e4m3"},
+                   {"activation_scheme", "dynamic"},
+                   {"weight_block_size", {128, 128}},
+                   {"modules_to_not_convert", {"lm_head", "mlp.gate"}}}}});
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->format, QuantFormat::Fp8);
+  EXPECT_EQ(q->formatOf("model.layers.0.self_attn.o_proj"), LayerFormat::Fp8);
+  EXPECT_EQ(q->formatOf("model.layers.0.mlp.gate"), LayerFormat::Unquantized);
+  EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Unquantized);
+  q = load({{"quantization_config", {{"quant_method", "fp8"}, {"fmt", "e5m2"}}}});
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("quantization_config: field 'fmt'"), std::string::npos) << q.message();
+  q = load({{"quantization_config", {{"quant_method", "fp8"}, {"weight_block_size", {128}}}}});
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("weight_block_size"), std::string::npos) << q.message();
 }
 
 TEST(QuantConfig, MalformedHfQuantConfig) {

@@ -65,6 +65,9 @@ inline const std::vector<SimModel> &simModels() {
       // gate_up_proj / down_proj (packed per expert) over two.
       {"qwen3.5-moe-nvfp4-tp1", "qwen3.5-moe", mkmodel::Format::ModelOpt, 1},
       {"qwen3.5-moe-bf16-tp2", "qwen3.5-moe", mkmodel::Format::BF16, 2},
+      // NVIDIA's Qwen3.6 NVFP4 layout: FP8 attention and linear-attention
+      // projections (held in FP16), NVFP4 experts, shared expert and lm_head.
+      {"qwen3.5-moe-mixed-tp2", "qwen3.5-moe", mkmodel::Format::ModelOptMixed, 2},
   };
   return models;
 }

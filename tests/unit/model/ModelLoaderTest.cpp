@@ -398,6 +398,80 @@ TEST(ModelLoader, StackedExpertErrorsNameTheTensor) {
   expectLoadError(z, "missing tensor 'model.language_model.layers.2.linear_attn.in_proj_z.weight'");
 }
 
+// NVIDIA's mixed layout: FP8 projections with a per-tensor scale, NVFP4
+// experts and lm_head; each FP8 error names the tensor.
+TEST(ModelLoader, Fp8WeightsOfAMixedCheckpoint) {
+  auto dir = writeModelDir("qwen3.5-moe", mkmodel::Format::ModelOptMixed);
+  auto m = loadModel(dir, LoadOptions{true});
+  ASSERT_TRUE(m.ok()) << m.message();
+  int fp8 = 0, nvfp4 = 0;
+  m->forEachLinear([&](const Linear &l) {
+    fp8 += l.isFp8();
+    nvfp4 += l.isNvfp4();
+    if (l.module.ends_with("linear_attn.in_proj_qkv") || l.module.ends_with("self_attn.o_proj")) {
+      EXPECT_TRUE(l.isFp8()) << l.module;
+      ASSERT_NE(l.weightScale, nullptr) << l.module;
+      EXPECT_EQ(l.weightScale->name(), l.module + ".weight_scale");
+    }
+    if (l.module == "lm_head")
+      EXPECT_TRUE(l.isNvfp4());
+  });
+  EXPECT_GT(fp8, 0);
+  EXPECT_GT(nvfp4, 0);
+  EXPECT_TRUE(m->unusedTensors.empty()) << m->unusedTensors.front();
+
+  const std::string o = "model.language_model.layers.1.self_attn.o_proj";
+  auto noScale = brokenModel(
+      "fp8-noscale", [&](EditableTensor &t) { return t.name != o + ".weight_scale"; },
+      "qwen3.5-moe", mkmodel::Format::ModelOptMixed);
+  expectLoadError(noScale, "tensor '" + o + ".weight' (in ");
+  expectLoadError(noScale, "is FP8 but has no '" + o + ".weight_scale' or '" + o +
+                               ".weight_scale_inv' sibling (its scale)");
+  auto shape = brokenModel(
+      "fp8-scale-shape",
+      [&](EditableTensor &t) {
+        if (t.name == o + ".weight_scale") {
+          t.shape = {3};
+          t.bytes.resize(12, 0);
+        }
+        return true;
+      },
+      "qwen3.5-moe", mkmodel::Format::ModelOptMixed);
+  expectLoadError(shape, "shape [3], expected [] (per tensor), [64] (per output row) or [1, 1] "
+                         "(per 128 x 128 block)");
+  auto negative = brokenModel(
+      "fp8-scale-negative",
+      [&](EditableTensor &t) {
+        if (t.name == o + ".weight_scale") {
+          float v = -1.0f;
+          std::memcpy(t.bytes.data(), &v, 4);
+        }
+        return true;
+      },
+      "qwen3.5-moe", mkmodel::Format::ModelOptMixed);
+  expectLoadError(negative, "FP8 scales must be finite and non-negative");
+  auto nan = brokenModel(
+      "fp8-nan",
+      [&](EditableTensor &t) {
+        if (t.name == o + ".weight")
+          t.bytes[70] = 0xFF;
+        return true;
+      },
+      "qwen3.5-moe", mkmodel::Format::ModelOptMixed);
+  expectLoadError(nan, "'" + o + ".weight' (in ", true);
+  expectLoadError(nan, "element [1, 6] is NaN", true);
+  EXPECT_TRUE(loadModel(nan).ok()) << "FP8 elements are read only with verifyData";
+  auto inverse = brokenModel(
+      "fp8-scale-inv",
+      [&](EditableTensor &t) {
+        if (t.name == o + ".weight_scale")
+          t.name = o + ".weight_scale_inv";
+        return true;
+      },
+      "qwen3.5-moe", mkmodel::Format::ModelOptMixed);
+  EXPECT_TRUE(loadModel(inverse).ok()) << "weight_scale_inv is the block-FP8 name of the scale";
+}
+
 TEST(ModelLoader, MissingModelDirectoryAndConfig) {
   auto m = loadModel("/nonexistent/volt-model");
   ASSERT_FALSE(m.ok());

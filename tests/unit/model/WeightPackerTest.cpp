@@ -64,6 +64,25 @@ protected:
     }
     w.add("m.weight", DType::U8, {4, 16}, packed);
     w.add("m.weight_scale", DType::F8E4M3, {4, 2}, scales);
+    // FP8 E4M3 weights: element (r, c) of f8.weight is 1.0 (0x38) in column
+    // 0 and 1.5 (0x3C) in column 1, with a scale per tensor (0.5), per row
+    // (r + 1) and per 128 x 128 block (2, then 3 from row 128 on).
+    auto e4m3 = [](int64_t rows) {
+      std::vector<uint8_t> b;
+      for (int64_t r = 0; r < rows; ++r)
+        b.insert(b.end(), {0x38, 0x3C});
+      return b;
+    };
+    auto f32s = [](std::vector<float> v) {
+      std::vector<uint8_t> b(v.size() * 4);
+      std::memcpy(b.data(), v.data(), b.size());
+      return b;
+    };
+    w.add("f8.weight", DType::F8E4M3, {4, 2}, e4m3(4));
+    w.add("f8.weight_scale", DType::F32, {}, f32s({0.5f}));
+    w.add("f8.row_scale", DType::F32, {4}, f32s({1, 2, 3, 4}));
+    w.add("f8big.weight", DType::F8E4M3, {130, 2}, e4m3(130));
+    w.add("f8big.weight_scale_inv", DType::F32, {2, 1}, f32s({2, 3}));
     ASSERT_TRUE(w.write(dir_ / "model.safetensors"));
     auto ckpt = model::Checkpoint::open(dir_);
     ASSERT_TRUE(ckpt) << ckpt.message();
@@ -169,6 +188,51 @@ TEST_F(WeightPacker, Nvfp4RowsThroughAView) {
   EXPECT_EQ(e[31], 63);
   const uint8_t *sc = e + r->entries[0].scalesOffset;
   EXPECT_EQ((std::vector<uint8_t>(sc, sc + 4)), (std::vector<uint8_t>{0x32, 0x33, 0x36, 0x37}));
+}
+
+// FP8 entries are E4M3 × scale, each scale as its shape says, sharded rows
+// taking their own rows' scales; a missing or misshapen scale is named.
+TEST_F(WeightPacker, Fp8TimesItsScalePerTensorRowAndBlock) {
+  WeightSpec s = spec({"f8.weight"}, {4}, {4, 2}, {});
+  s.scaleNames = {"f8.weight_scale"};
+  auto perTensor = pack(s);
+  ASSERT_TRUE(perTensor) << perTensor.message();
+  EXPECT_EQ(*perTensor, (std::vector<float>{0.5f, 0.75f, 0.5f, 0.75f, 0.5f, 0.75f, 0.5f, 0.75f}));
+
+  s.scaleNames = {"f8.row_scale"};
+  s.partRows = {2};
+  s.shape = {2, 2};
+  s.shards = {{0, 2, 1}};
+  auto perRow = pack(s, 1);
+  ASSERT_TRUE(perRow) << perRow.message();
+  EXPECT_EQ(*perRow, (std::vector<float>{3, 4.5f, 4, 6}));
+
+  WeightSpec big = spec({"f8big.weight"}, {130}, {130, 2}, {});
+  big.scaleNames = {"f8big.weight_scale_inv"};
+  auto perBlock = pack(big);
+  ASSERT_TRUE(perBlock) << perBlock.message();
+  EXPECT_EQ((*perBlock)[127 * 2], 2.0f);
+  EXPECT_EQ((*perBlock)[128 * 2 + 1], 4.5f);
+
+  WeightSpec none = spec({"f8.weight"}, {4}, {4, 2}, {});
+  auto missing = pack(none);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.message().find("'f8.weight' is FP8 and the plan names no scale"),
+            std::string::npos)
+      << missing.message();
+  none.scaleNames = {"f8big.weight_scale_inv"};
+  auto misshapen = pack(none);
+  ASSERT_FALSE(misshapen);
+  EXPECT_NE(misshapen.message().find("'f8big.weight_scale_inv': shape [2, 1] is not a scale of "
+                                     "the [4, 2] FP8 weight"),
+            std::string::npos)
+      << misshapen.message();
+  none.scaleNames = {"f8.absent"};
+  auto absent = pack(none);
+  ASSERT_FALSE(absent);
+  EXPECT_NE(absent.message().find("scale tensor 'f8.absent' is not in the checkpoint"),
+            std::string::npos)
+      << absent.message();
 }
 
 TEST_F(WeightPacker, WrongViewsAreRefusedByName) {

@@ -104,17 +104,6 @@ private:
     if (!l.weight || !l.weightScale || !options_.readWeightRanges)
       return 0.0f;
     const model::Tensor &scale = *l.weightScale;
-    auto scaleAt = [&](size_t i) {
-      const uint8_t *src = scale.data().data() + i * model::dtypeSize(scale.dtype());
-      if (scale.dtype() == model::DType::F32) {
-        float v;
-        std::memcpy(&v, src, 4);
-        return v;
-      }
-      uint16_t h;
-      std::memcpy(&h, src, 2);
-      return scale.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
-    };
     const int64_t in = l.inFeatures;
     const int64_t tensorRows = l.view ? l.view->tensorRows : l.outFeatures;
     const size_t scales = scale.data().size() / model::dtypeSize(scale.dtype());
@@ -129,7 +118,7 @@ private:
                                 : static_cast<size_t>((row / model::kFp8Block) * blockCols +
                                                       c / model::kFp8Block);
         float v = std::fabs(nvfp4::decodeE4M3(data[static_cast<size_t>(row * in + c)])) *
-                  scaleAt(si);
+                  scale.floatAt(si);
         best = std::max(best, v);
       }
     };

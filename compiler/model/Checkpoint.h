@@ -10,9 +10,12 @@
 #pragma once
 
 #include "compiler/model/Safetensors.h"
+#include "runtime/numerics/Half.h"
 #include "runtime/support/Status.h"
 
+#include <cstring>
 #include <filesystem>
+#include <span>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -21,6 +24,20 @@
 namespace volt::model {
 
 /// A tensor of the checkpoint: its header entry and the file holding it.
+/// Element `index` of BF16, F16 or F32 tensor data, as FP32 (inline: the
+/// weight packer calls it for every element it converts).
+inline float floatAt(std::span<const uint8_t> data, DType dtype, size_t index) {
+  const uint8_t *src = data.data() + index * (dtype == DType::F32 ? 4 : 2);
+  if (dtype == DType::F32) {
+    float v;
+    std::memcpy(&v, src, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, src, 2);
+  return dtype == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+}
+
 struct Tensor {
   const TensorEntry *entry = nullptr;
   const SafetensorsFile *file = nullptr;
@@ -29,6 +46,8 @@ struct Tensor {
   DType dtype() const { return entry->dtype; }
   const std::vector<int64_t> &shape() const { return entry->shape; }
   std::span<const uint8_t> data() const { return file->data(*entry); }
+  /// Element `index` of a BF16, F16 or F32 tensor, as FP32.
+  float floatAt(size_t index) const { return model::floatAt(data(), dtype(), index); }
 };
 
 class Checkpoint {

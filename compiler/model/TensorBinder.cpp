@@ -1,7 +1,6 @@
 //===- TensorBinder.cpp ---------------------------------------------------===//
 #include "compiler/model/TensorBinder.h"
 
-#include "runtime/numerics/Half.h"
 #include "runtime/numerics/Nvfp4.h"
 
 #include <cmath>
@@ -275,17 +274,9 @@ Result<Linear> TensorBinder::fp8(Linear lin, const Tensor &weight) {
                  formatShape(want) + " FP8 weight");
   // Every scale is read: there are few of them, and a bad one would make
   // the whole tensor wrong.
-  auto bytes = scale->data();
-  const size_t size = dtypeSize(scale->dtype());
-  for (size_t i = 0; i * size < bytes.size(); ++i) {
-    float v = 0.0f;
-    if (scale->dtype() == DType::F32) {
-      std::memcpy(&v, bytes.data() + i * 4, 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + i * 2, 2);
-      v = scale->dtype() == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
-    }
+  const size_t scales = scale->data().size() / dtypeSize(scale->dtype());
+  for (size_t i = 0; i < scales; ++i) {
+    const float v = scale->floatAt(i);
     if (!std::isfinite(v) || v < 0.0f)
       return Error("tensor " + located(*scale) + ": scale " + std::to_string(i) + " is " +
                    std::to_string(v) + "; FP8 scales must be finite and non-negative");

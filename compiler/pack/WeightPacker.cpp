@@ -112,19 +112,6 @@ Status checkShape(const std::string &entry, const model::Tensor &t, const PartSl
                (s.expert >= 0 ? " (at least that many experts)" : ""));
 }
 
-/// Element `index` of a BF16, F16 or F32 tensor's data.
-float floatAt(const model::Tensor &t, size_t index) {
-  const uint8_t *src = t.data().data() + index * model::dtypeSize(t.dtype());
-  if (t.dtype() == model::DType::F32) {
-    float v;
-    std::memcpy(&v, src, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, src, 2);
-  return t.dtype() == model::DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
-}
-
 /// How an FP8 tensor's scale tensor maps a weight element to its scale.
 struct Fp8Scale {
   const model::Tensor *tensor = nullptr;
@@ -134,14 +121,14 @@ struct Fp8Scale {
   float at(int64_t row, int64_t col) const {
     switch (kind) {
     case PerRow:
-      return floatAt(*tensor, static_cast<size_t>(row));
+      return tensor->floatAt(static_cast<size_t>(row));
     case PerBlock:
-      return floatAt(*tensor, static_cast<size_t>((row / model::kFp8Block) * blockCols +
-                                                  col / model::kFp8Block));
+      return tensor->floatAt(static_cast<size_t>((row / model::kFp8Block) * blockCols +
+                                                 col / model::kFp8Block));
     case PerTensor:
       break;
     }
-    return floatAt(*tensor, 0);
+    return tensor->floatAt(0);
   }
 };
 
@@ -207,7 +194,7 @@ Result<std::vector<float>> readDense(const model::Tensor &t, const PartSlice &s,
         const int64_t col = s.colStart + c;
         size_t index = static_cast<size_t>(row * fullCols + col);
         // E4M3 × scale is formed in FP32 and rounded once, by the caller.
-        *dst++ = fp8 ? nvfp4::decodeE4M3(data[index]) * scale.at(row, col) : floatAt(t, index);
+        *dst++ = fp8 ? nvfp4::decodeE4M3(data[index]) * scale.at(row, col) : model::floatAt(data, t.dtype(), index);
       }
     }
   }

@@ -5,6 +5,7 @@
 #include "dialects/Transforms/ShardingRules.h"
 #include "runtime/support/Strings.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -74,6 +75,8 @@ std::string formatParams(uint64_t n) {
   return formatCount(n);
 }
 
+} // namespace
+
 Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
                              int64_t &maxModelLen) {
   const model::ModelConfig &c = m.config;
@@ -113,8 +116,6 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
   return Status::success();
 }
 
-} // namespace
-
 Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOptions &options) {
   auto specResult = spec::loadDeploySpec(specFile);
   if (!specResult)
@@ -125,8 +126,38 @@ Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOpti
   if (!modelResult)
     return modelResult.error();
 
-  CheckReport r{std::move(*specResult), std::move(*modelResult)};
+  CheckReport r{std::move(*specResult), std::move(*modelResult), 0, 0, 0, {}, 0, 0, {}, {}};
   VOLT_RETURN_IF_ERROR(checkSpecAgainstModel(r.spec, r.model, r.maxModelLen));
+  if (options.deep) {
+    if (!r.model.hasWeights())
+      return Error(r.spec.specFile.string() + ": --deep reads the weights, and the model "
+                   "directory " + r.model.dir.string() + " has none");
+    model::ValueScanOptions scan;
+    scan.progress = options.progress;
+    model::ValueScanReport deep = model::scanCheckpoint(*r.model.checkpoint, scan);
+    if (!deep.findings.empty()) {
+      std::string text = r.model.dir.string() + ": " + formatCount(deep.findings.size()) +
+                         " tensor" + (deep.findings.size() == 1 ? "" : "s") +
+                         " hold values a model cannot run with:";
+      constexpr size_t kShown = 10;
+      for (size_t i = 0; i < deep.findings.size() && i < kShown; ++i) {
+        const model::ValueFinding &f = deep.findings[i];
+        std::vector<std::string> what;
+        if (f.nans)
+          what.push_back(formatCount(f.nans) + " NaN");
+        if (f.infinities)
+          what.push_back(formatCount(f.infinities) + " infinite");
+        if (f.negatives)
+          what.push_back(formatCount(f.negatives) + " negative (a scale must be >= 0)");
+        text += "\n  " + f.file + ": " + f.tensor + ": " + joinList(what) +
+                " (first at element " + std::to_string(f.firstIndex) + ")";
+      }
+      if (deep.findings.size() > kShown)
+        text += "\n  ... and " + formatCount(deep.findings.size() - kShown) + " more tensors";
+      return Error(text);
+    }
+    r.deep = std::move(deep);
+  }
 
   std::map<std::pair<std::string, std::string>, WeightGroup> groups;
   auto addGroup = [&](const std::string &name, const std::string &format, uint64_t params,
@@ -261,6 +292,18 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
   for (const model::Model::SetAside &a : r.model.setAside)
     if (a.tensors > 0)
       row("not run", a.what + ": " + formatCount(a.tensors) + " tensors (" + a.prefix + "*)");
+  if (r.deep) {
+    const model::ValueScanReport &d = *r.deep;
+    row("deep check",
+        "every value of " + formatCount(d.tensorsScanned) + " floating-point tensors (" +
+            formatBytes(d.bytesScanned) + ") read in " + fixed(d.seconds, 1) + " s (" +
+            formatBytes(static_cast<uint64_t>(static_cast<double>(d.bytesScanned) /
+                                              std::max(d.seconds, 1e-6))) +
+            "/s): no NaN, no infinity, no negative scale");
+    if (d.bytesSkipped)
+      row("", formatBytes(d.bytesSkipped) + " of packed NVFP4 and integer data not read (it "
+                                            "cannot hold either)");
+  }
   if (listTensors) {
     out << "  tensors:\n";
     r.model.forEachLinear([&](const model::Linear &l) {
@@ -326,7 +369,13 @@ nlohmann::json checkReportJson(const CheckReport &r) {
             {"total_bytes", r.rankNvfp4Bytes + r.rankDenseBytes}}},
           {"weights_per_gpu_at_other_tensor_parallel_sizes", others},
           {"unused_tensors", r.model.unusedTensors},
-          {"not_run", notRun}};
+          {"not_run", notRun},
+          {"deep_check", r.deep ? nlohmann::json{{"tensors", r.deep->tensorsScanned},
+                                                  {"bytes", r.deep->bytesScanned},
+                                                  {"bytes_not_read", r.deep->bytesSkipped},
+                                                  {"seconds", r.deep->seconds},
+                                                  {"findings", 0}}
+                                : nlohmann::json()}};
 }
 
 } // namespace volt::driver

@@ -10,12 +10,15 @@
 #pragma once
 
 #include "compiler/model/Model.h"
+#include "compiler/model/ValueScan.h"
 #include "compiler/spec/DeploySpec.h"
 #include "runtime/support/Status.h"
 
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +27,11 @@ namespace volt::driver {
 struct CheckOptions {
   /// Also read every block scale and global scale (see LoadOptions).
   bool verifyData = false;
+  /// `--deep`: also read every floating-point value of the checkpoint (NaN,
+  /// infinity, negative scales; compiler/model/ValueScan.h).
+  bool deep = false;
+  /// Progress of the deep scan.
+  std::function<void(const model::ValueScanProgress &)> progress;
 };
 
 /// A group of weights that share a role, e.g. every expert's gate_proj.
@@ -48,7 +56,16 @@ struct CheckReport {
   /// The same for the other tensor-parallel sizes the model supports, for
   /// comparison (tp, bytes).
   std::vector<std::pair<int, uint64_t>> otherTensorParallel;
+  /// The deep scan, when it ran (and found nothing: findings are an error).
+  std::optional<model::ValueScanReport> deep;
 };
+
+/// The checks of a spec against its loaded model: max_model_len within the
+/// model's positions (resolved into `maxModelLen`), the quantization
+/// request, the tensor-parallel split, prefix caching. The fit advice runs
+/// them on each spec it re-plans.
+Status checkSpecAgainstModel(const spec::DeploySpec &spec, const model::Model &model,
+                             int64_t &maxModelLen);
 
 /// Loads and validates everything `voltc check` covers.
 Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOptions &options);

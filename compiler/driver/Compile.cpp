@@ -2,6 +2,7 @@
 #include "compiler/driver/Compile.h"
 
 #include "compiler/driver/Check.h"
+#include "compiler/driver/FitAdvice.h"
 #include "compiler/import/ImportModel.h"
 #include "compiler/plan/EmitPlan.h"
 #include "dialects/Transforms/Passes.h"
@@ -56,6 +57,58 @@ private:
   std::string text_;
   mlir::ScopedDiagnosticHandler handler_;
 };
+
+/// The outcome of --vexec-plan-memory on `module`: `vexec.memory` when the
+/// deployment fits, `vexec.shortfall` when it does not; nothing when the
+/// pass did not get that far.
+std::optional<PlannedMemory> plannedMemoryOf(mlir::ModuleOp module) {
+  auto read = [](mlir::DictionaryAttr d, bool fits) {
+    PlannedMemory p;
+    p.fits = fits;
+    p.budgetBytes = intOf(d, "budget_bytes");
+    p.kvBudgetBytes = intOf(d, "kv_budget_bytes");
+    p.kvBlockBytes = intOf(d, "kv_block_bytes");
+    p.kvBlockSize = intOf(d, "kv_block_size");
+    p.blocksPerSeq = intOf(d, "max_blocks_per_seq");
+    p.stateBytes = intOf(d, "state_bytes");
+    p.weightBytes = intOf(d, "weight_bytes");
+    return p;
+  };
+  if (auto memory = module->getAttrOfType<mlir::DictionaryAttr>("vexec.memory"))
+    return read(memory, true);
+  if (auto shortfall = module->getAttrOfType<mlir::DictionaryAttr>("vexec.shortfall"))
+    return read(shortfall, false);
+  return std::nullopt;
+}
+
+pipeline::PipelineOptions pipelineOptionsOf(const spec::DeploySpec &spec) {
+  pipeline::PipelineOptions options;
+  options.residualDtype = spec.residualDtype == spec::ResidualDtype::Fp32 ? "f32" : "f16";
+  return options;
+}
+
+/// The memory plan of `spec` for the loaded `model`, computed as a compile
+/// computes it (import, then the pipeline to the memory phase).
+Result<PlannedMemory> replanMemory(const spec::DeploySpec &spec, const model::Model &model) {
+  int64_t maxModelLen = 0;
+  VOLT_RETURN_IF_ERROR(checkSpecAgainstModel(spec, model, maxModelLen));
+  mlir::MLIRContext context;
+  context.printOpOnDiagnostic(false);
+  context.loadDialect<volt::vexec::VexecDialect>();
+  DiagnosticCollector diagnostics(context);
+  import::ImportOptions importOptions;
+  importOptions.maxModelLen = maxModelLen;
+  importOptions.quantizeNvfp4 = spec.weights.quantize == spec::WeightQuantization::Nvfp4;
+  auto module = import::importModel(context, spec, model, importOptions);
+  if (!module)
+    return module.error();
+  mlir::PassManager pm(&context);
+  pipeline::buildPipeline(pm, pipeline::Phase::Memory, pipelineOptionsOf(spec));
+  (void)pm.run(**module);
+  if (auto planned = plannedMemoryOf(**module))
+    return *planned;
+  return Error(diagnostics.text().empty() ? "compilation failed" : diagnostics.text());
+}
 
 } // namespace
 
@@ -188,13 +241,24 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
     return Error(specFile.string() + ": " + module.message());
 
   mlir::PassManager pm(&context);
-  pipeline::PipelineOptions pipelineOptions;
-  pipelineOptions.residualDtype =
-      checked->spec.residualDtype == spec::ResidualDtype::Fp32 ? "f32" : "f16";
-  pipeline::buildPipeline(pm, options.emit, pipelineOptions);
-  if (mlir::failed(pm.run(**module)))
-    return Error(specFile.string() + ": " +
-                 (diagnostics.text().empty() ? "compilation failed" : diagnostics.text()));
+  pipeline::buildPipeline(pm, options.emit, pipelineOptionsOf(checked->spec));
+  if (mlir::failed(pm.run(**module))) {
+    std::string text = diagnostics.text().empty() ? "compilation failed" : diagnostics.text();
+    // A deployment that does not fit: re-plan it with other spec values
+    // and say which fit.
+    if (auto planned = plannedMemoryOf(**module); planned && !planned->fits) {
+      spec::DeploySpec spec = checked->spec;
+      spec.maxModelLen = checked->maxModelLen;
+      const model::Model &model = checked->model;
+      auto fits = findFits(spec, *planned, [&](const spec::DeploySpec &s) {
+        return replanMemory(s, model);
+      });
+      while (!text.empty() && text.back() == '\n')
+        text.pop_back();
+      text += "\n" + formatFitAdvice(spec, fits);
+    }
+    return Error(specFile.string() + ": " + text);
+  }
 
   if (options.emit == pipeline::Phase::Memory)
     return formatMemoryPlan(**module);

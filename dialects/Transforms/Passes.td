@@ -105,7 +105,9 @@ def PlanMemory : Pass<"vexec-plan-memory", "mlir::ModuleOp"> {
     CUDA context − NCCL − weights − arena − workspace − state, up to
     max_num_seqs full-length sequences (more can never be resident). When
     one max_model_len sequence does not fit, compiling fails with a table of
-    what each part needs and which spec values would make it fit.
+    what each part needs, and the module keeps `vexec.shortfall` (budget,
+    bytes left for the KV cache, bytes needed) for a driver that re-plans
+    with other spec values to say which would make it fit (voltc does).
   }];
 }
 

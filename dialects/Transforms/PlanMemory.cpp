@@ -6,7 +6,8 @@
 // of the memory budget. The result is the module attribute `vexec.memory`,
 // which `voltc compile --emit=memory` prints and the plan records; a
 // deployment that cannot hold one full-length sequence fails here, at
-// compile time, with the arithmetic and what to change.
+// compile time, with the arithmetic; the module keeps `vexec.shortfall` so
+// that a driver can re-plan with other spec values and say which fit.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Transforms/KernelRules.h"
@@ -196,20 +197,23 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       char util[64];
       std::snprintf(util, sizeof util, "available (gpu_memory_utilization %.2f)", utilization);
       row(util, budget);
-      text += "what would make it fit:";
-      int64_t fitLen = std::max<int64_t>(0, blocks) * blockSize;
-      if (fitLen > 0)
-        text +=
-            "\n  max_model_len: " + std::to_string(fitLen) + " (the longest sequence that fits)";
-      if (tp < 8)
-        text += "\n  tensor_parallel_size: " + std::to_string(tp * 2) +
-                " (weights and KV heads split further)";
-      if (maxTokens > 512)
-        text += "\n  max_num_batched_tokens: " + std::to_string(maxTokens / 2) +
-                " (a smaller activation arena)";
-      if (utilization < 0.95)
-        text += "\n  gpu_memory_utilization: 0.95";
-      text += "\n  a SKU with more memory";
+      // What a driver needs to re-plan the deployment and say which
+      // changes make it fit (voltc does: compiler/driver/FitAdvice.h).
+      module->setAttr(
+          "vexec.shortfall",
+          b.getDictionaryAttr({
+              b.getNamedAttr("budget_bytes", b.getI64IntegerAttr(budget)),
+              b.getNamedAttr("kv_budget_bytes", b.getI64IntegerAttr(left)),
+              b.getNamedAttr("kv_block_bytes", b.getI64IntegerAttr(kvBlockBytes)),
+              b.getNamedAttr("kv_block_size", b.getI64IntegerAttr(blockSize)),
+              b.getNamedAttr("max_blocks_per_seq", b.getI64IntegerAttr(blocksPerSeq)),
+              b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes)),
+              b.getNamedAttr("weight_bytes", b.getI64IntegerAttr(weightBytes)),
+              b.getNamedAttr("needed_bytes",
+                             b.getI64IntegerAttr(weightBytes + placement.arenaBytes +
+                                                 workspaceBytes + contextBytes + ncclBytes +
+                                                 stateBytes + blocksPerSeq * kvBlockBytes)),
+          }));
       module.emitError() << text;
       return signalPassFailure();
     }
@@ -264,6 +268,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
             b.getNamedAttr("kv_block_bytes", b.getI64IntegerAttr(kvBlockBytes)),
             b.getNamedAttr("kv_blocks", b.getI64IntegerAttr(blocks)),
             b.getNamedAttr("kv_bytes", b.getI64IntegerAttr(blocks * kvBlockBytes)),
+            b.getNamedAttr("kv_budget_bytes", b.getI64IntegerAttr(left)),
             b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes)),
             b.getNamedAttr("cache_bytes", b.getI64IntegerAttr(cacheBytes)),
             b.getNamedAttr("caches", b.getArrayAttr(caches)),

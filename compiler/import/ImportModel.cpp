@@ -109,6 +109,7 @@ private:
     const size_t scales = scale.data().size() / model::dtypeSize(scale.dtype());
     const bool perRow = scales == static_cast<size_t>(tensorRows) && tensorRows > 1;
     const int64_t blockCols = (in + model::kFp8Block - 1) / model::kFp8Block;
+    l.weight->prefetch();
     auto data = l.weight->data();
     float best = 0.0f;
     auto rowMax = [&](int64_t row) {
@@ -137,6 +138,7 @@ private:
 
   /// The largest magnitude of bytes [first, first + size) of a dense tensor.
   static float maxAbsIn(const model::Tensor &t, size_t first, size_t size) {
+    t.file->prefetch(*t.entry, first, std::min<uint64_t>(first + size, t.entry->numBytes()));
     auto all = t.data();
     if (first >= all.size())
       return 0.0f;

@@ -97,6 +97,8 @@ Result<Checkpoint> Checkpoint::open(const std::filesystem::path &modelDir) {
     auto file = SafetensorsFile::open(path);
     if (!file)
       return file.error();
+    // Loading reads scalars scattered over the file: no readahead.
+    (*file)->mapping().advise(Access::Random);
     ckpt.files_.push_back(std::move(*file));
   }
 

@@ -23,7 +23,6 @@
 
 namespace volt::model {
 
-/// A tensor of the checkpoint: its header entry and the file holding it.
 /// Element `index` of BF16, F16 or F32 tensor data, as FP32 (inline: the
 /// weight packer calls it for every element it converts).
 inline float floatAt(std::span<const uint8_t> data, DType dtype, size_t index) {
@@ -38,6 +37,7 @@ inline float floatAt(std::span<const uint8_t> data, DType dtype, size_t index) {
   return dtype == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
 }
 
+/// A tensor of the checkpoint: its header entry and the file holding it.
 struct Tensor {
   const TensorEntry *entry = nullptr;
   const SafetensorsFile *file = nullptr;
@@ -46,6 +46,10 @@ struct Tensor {
   DType dtype() const { return entry->dtype; }
   const std::vector<int64_t> &shape() const { return entry->shape; }
   std::span<const uint8_t> data() const { return file->data(*entry); }
+  /// Starts reading the whole tensor: the files are mapped without
+  /// readahead (Checkpoint::advise), so a reader of a whole tensor asks for
+  /// it first.
+  void prefetch() const { file->prefetch(*entry, 0, entry->numBytes()); }
   /// Element `index` of a BF16, F16 or F32 tensor, as FP32.
   float floatAt(size_t index) const { return model::floatAt(data(), dtype(), index); }
 };
@@ -64,6 +68,12 @@ public:
   const std::vector<std::unique_ptr<SafetensorsFile>> &files() const { return files_; }
   /// Total bytes of tensor data over all files.
   uint64_t dataBytes() const;
+  /// Advice for every file's mapping: Random while the model loads (the
+  /// default after open: headers and scalar scales), Sequential to pack.
+  void advise(Access access) const {
+    for (const auto &f : files_)
+      f->mapping().advise(access);
+  }
   /// "model.safetensors" or "model.safetensors.index.json (3 shards)".
   const std::string &layout() const { return layout_; }
 

@@ -95,6 +95,12 @@ public:
   std::span<const uint8_t> data(const TensorEntry &entry) const {
     return file_->bytes().subspan(header_.dataOffset + entry.begin, entry.numBytes());
   }
+  /// The mapping, for readahead advice (MappedFile::advise, prefetch).
+  const MappedFile &mapping() const { return *file_; }
+  /// Starts reading bytes [begin, end) of one tensor's data.
+  void prefetch(const TensorEntry &entry, uint64_t begin, uint64_t end) const {
+    file_->prefetch(header_.dataOffset + entry.begin + begin, end - begin);
+  }
 
 private:
   SafetensorsFile(std::unique_ptr<MappedFile> file, SafetensorsHeader header)

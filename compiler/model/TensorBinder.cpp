@@ -282,6 +282,7 @@ Result<Linear> TensorBinder::fp8(Linear lin, const Tensor &weight) {
                    std::to_string(v) + "; FP8 scales must be finite and non-negative");
   }
   if (options_.verifyData) {
+    weight.prefetch();
     auto data = weight.data();
     for (size_t i = 0; i < data.size(); ++i)
       if ((data[i] & 0x7F) == 0x7F)
@@ -355,6 +356,7 @@ Result<Linear> TensorBinder::nvfp4(Linear lin, const Tensor &packed, const std::
 }
 
 Status TensorBinder::verifyBlockScales(const Tensor &scales, int64_t perRow) const {
+  scales.prefetch();
   auto bytes = scales.data();
   for (size_t i = 0; i < bytes.size(); ++i) {
     uint8_t b = bytes[i];

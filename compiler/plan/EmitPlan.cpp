@@ -241,6 +241,8 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   fb::FlatBufferBuilder b(1 << 20);
   int64_t maxTokens = intOf(memory, "max_num_batched_tokens");
   std::vector<fb::Offset<Rank>> ranks;
+  // Packing reads every tensor front to back.
+  model.checkpoint->advise(Access::Sequential);
   for (uint32_t r = 0; r < static_cast<uint32_t>(tp); ++r) {
     std::filesystem::path packPath = folder / packFileName(r);
     if (options.log)

@@ -1,6 +1,7 @@
 //===- MappedFile.cpp -----------------------------------------------------===//
 #include "runtime/support/MappedFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -37,6 +38,25 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string &path) {
   }
   ::close(fd);
   return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+}
+
+void MappedFile::advise(Access access) const {
+  if (data_ == nullptr)
+    return;
+  const int advice = access == Access::Random       ? MADV_RANDOM
+                     : access == Access::Sequential ? MADV_SEQUENTIAL
+                                                    : MADV_NORMAL;
+  // Advice only: a kernel that refuses it reads as before.
+  (void)::madvise(const_cast<uint8_t *>(data_), size_, advice);
+}
+
+void MappedFile::prefetch(size_t offset, size_t length) const {
+  if (data_ == nullptr || offset >= size_)
+    return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;
+  const size_t end = std::min(size_, offset + length);
+  (void)::madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_WILLNEED);
 }
 
 MappedFile::~MappedFile() {

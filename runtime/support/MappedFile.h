@@ -16,6 +16,18 @@
 
 namespace volt {
 
+/// How a mapping will be read, for the kernel's readahead (madvise).
+enum class Access {
+  Normal,
+  /// Scattered small reads (headers, scalar scales): no readahead, so that
+  /// touching a 4-byte tensor does not read the megabytes around it (a
+  /// disk's read_ahead_kb can be 8 MiB; a checkpoint's thousands of
+  /// scalars would otherwise read the whole file).
+  Random,
+  /// Front to back (packing weights): read ahead aggressively.
+  Sequential,
+};
+
 /// A whole file mapped read-only. Move-only; unmaps on destruction.
 class MappedFile {
 public:
@@ -28,6 +40,11 @@ public:
   const std::string &path() const { return path_; }
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
+  /// Advises the kernel how the whole mapping will be read.
+  void advise(Access access) const;
+  /// Starts reading [offset, offset + length) into the page cache, without
+  /// waiting (MADV_WILLNEED): a prefetch for reads that come next.
+  void prefetch(size_t offset, size_t length) const;
 
 private:
   MappedFile(std::string path, const uint8_t *data, size_t size)

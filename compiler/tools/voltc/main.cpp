@@ -13,6 +13,42 @@
 #include <cstdio>
 #include <iostream>
 
+#include <unistd.h>
+
+namespace {
+
+/// The deep scan's progress on stderr: a bar redrawn in place on a
+/// terminal, a line every 10 % otherwise (logs, CI).
+std::function<void(const volt::model::ValueScanProgress &)> deepProgress(bool terminal) {
+  return [terminal, lastTenth = -1](const volt::model::ValueScanProgress &p) mutable {
+    const double fraction =
+        p.bytesTotal ? static_cast<double>(p.bytesDone) / static_cast<double>(p.bytesTotal) : 1.0;
+    const double rate = p.seconds > 0 ? static_cast<double>(p.bytesDone) / p.seconds : 0.0;
+    const std::string amounts = volt::formatBytes(p.bytesDone) + " / " +
+                                volt::formatBytes(p.bytesTotal) + ", " +
+                                volt::formatBytes(static_cast<uint64_t>(rate)) + "/s";
+    const bool end = p.bytesDone >= p.bytesTotal;
+    if (terminal) {
+      constexpr int kWidth = 30;
+      const int filled = static_cast<int>(fraction * kWidth);
+      std::fprintf(stderr, "\rvoltc: deep check [%s%s] %3d %% %s", std::string(filled, '#').c_str(),
+                   std::string(kWidth - filled, '.').c_str(), static_cast<int>(fraction * 100),
+                   amounts.c_str());
+      if (end)
+        std::fputc('\n', stderr);
+      return;
+    }
+    const int tenth = static_cast<int>(fraction * 10);
+    if (tenth == lastTenth && !end)
+      return;
+    lastTenth = tenth;
+    std::fprintf(stderr, "voltc: deep check %3d %% (%s)\n", static_cast<int>(fraction * 100),
+                 amounts.c_str());
+  };
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   CLI::App app{"voltc: compile a deployment spec into a volt plan"};
   app.require_subcommand(1);
@@ -22,10 +58,14 @@ int main(int argc, char **argv) {
       "check", "validate a spec, its SKU and its model (config files alone suffice) and print "
                "a summary");
   std::string specFile;
-  bool verifyData = false, json = false, listTensors = false;
+  bool verifyData = false, deep = false, json = false, listTensors = false;
   check->add_option("spec", specFile, "deployment spec (YAML)")->required();
   check->add_flag("--verify-data", verifyData,
                   "also read every NVFP4 block and global scale (NaN, negative)");
+  check->add_flag("--deep", deep,
+                  "also read every floating-point value of the checkpoint (BF16/F16/F32 and FP8 "
+                  "weights, every scale) for NaN, infinity and negative scales, with progress "
+                  "on stderr");
   check->add_flag("--json", json, "print the summary as JSON");
   check->add_flag("--list-tensors", listTensors, "list every weight with its shape and format");
 
@@ -87,6 +127,9 @@ int main(int argc, char **argv) {
   if (check->parsed()) {
     volt::driver::CheckOptions options;
     options.verifyData = verifyData;
+    options.deep = deep;
+    if (deep)
+      options.progress = deepProgress(isatty(fileno(stderr)) != 0);
     auto report = volt::driver::check(specFile, options);
     if (!report) {
       std::fprintf(stderr, "voltc: error: %s\n", report.message().c_str());

@@ -451,6 +451,7 @@ Result<Written> writeModelReport(const Options &o) {
     return Error("preset '" + o.preset +
                  "' has the size of the published model; write it with "
                  "--config-only or --zeros");
+  VOLT_RETURN_IF_ERROR(applyShape(*configJson, o.family, o.shape));
   if (o.shards < 1)
     return Error("--shards must be at least 1");
   json config = *configJson;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,31 @@ Result<Format> parseFormat(const std::string &name);
 /// "qwen3.5-122b-a10b").
 std::vector<std::string> presetNames();
 
+/// Shape flags over a preset (`--hidden`, `--layers`, ...): each set field
+/// replaces the preset's config.json value, so that mid-size models can be
+/// written (e.g. the tiny preset widened to hundreds of MB for benchmarks).
+struct Shape {
+  std::optional<int64_t> hidden;          ///< hidden_size
+  std::optional<int64_t> layers;          ///< num_hidden_layers (layer_types follow)
+  std::optional<int64_t> heads;           ///< num_attention_heads
+  std::optional<int64_t> kvHeads;         ///< num_key_value_heads
+  std::optional<int64_t> headDim;         ///< head_dim
+  std::optional<int64_t> intermediate;    ///< intermediate_size (dense MLPs)
+  std::optional<int64_t> experts;         ///< num_experts / num_local_experts
+  std::optional<int64_t> expertsPerToken; ///< num_experts_per_tok
+  std::optional<int64_t> moeIntermediate; ///< moe_intermediate_size (and the shared expert's)
+  std::optional<int64_t> vocab;           ///< vocab_size (the special tokens move with it)
+  std::optional<int64_t> maxPositions;    ///< max_position_embeddings
+  bool any() const {
+    return hidden || layers || heads || kvHeads || headDim || intermediate || experts ||
+           expertsPerToken || moeIntermediate || vocab || maxPositions;
+  }
+};
+
+/// Applies `shape` to a preset's config.json (the text config of a Qwen3.5
+/// wrapper); an error names the flag the family has no field for.
+Status applyShape(nlohmann::json &config, const std::string &family, const Shape &shape);
+
 struct Options {
   /// qwen3-moe, qwen2-moe, mixtral, qwen3, llama, qwen3-next, qwen3.5, qwen3.5-moe
   std::string family = "qwen3-moe";
@@ -64,6 +90,7 @@ struct Options {
   /// ModelOpt: put the quantization claim in config.json's
   /// quantization_config (newer exports) instead of hf_quant_config.json.
   bool modelOptInConfigJson = false;
+  Shape shape;
   std::filesystem::path outDir;
 };
 

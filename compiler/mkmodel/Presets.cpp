@@ -374,4 +374,74 @@ Result<nlohmann::json> presetConfig(const std::string &family, const std::string
   return published(preset);
 }
 
+Status applyShape(json &config, const std::string &family, const Shape &shape) {
+  const bool wrapped = config.contains("text_config");
+  json &t = wrapped ? config["text_config"] : config;
+  auto set = [&](const char *flag, const std::optional<int64_t> &value,
+                 std::initializer_list<const char *> keys) -> Status {
+    if (!value)
+      return Status::success();
+    if (*value < 1)
+      return Error(std::string(flag) + " must be at least 1");
+    bool found = false;
+    for (const char *key : keys)
+      if (t.contains(key)) {
+        t[key] = *value;
+        found = true;
+      }
+    if (!found)
+      return Error(std::string(flag) + ": a " + family + " model has no " + *keys.begin());
+    return Status::success();
+  };
+  VOLT_RETURN_IF_ERROR(set("--hidden", shape.hidden, {"hidden_size"}));
+  VOLT_RETURN_IF_ERROR(set("--heads", shape.heads, {"num_attention_heads"}));
+  VOLT_RETURN_IF_ERROR(set("--kv-heads", shape.kvHeads, {"num_key_value_heads"}));
+  if (shape.headDim && !t.contains("head_dim"))
+    t["head_dim"] = *shape.headDim; // families that derive it from hidden / heads accept it too
+  VOLT_RETURN_IF_ERROR(set("--head-dim", shape.headDim, {"head_dim"}));
+  VOLT_RETURN_IF_ERROR(set("--intermediate", shape.intermediate, {"intermediate_size"}));
+  VOLT_RETURN_IF_ERROR(set("--experts", shape.experts, {"num_experts", "num_local_experts"}));
+  VOLT_RETURN_IF_ERROR(set("--experts-per-token", shape.expertsPerToken, {"num_experts_per_tok"}));
+  VOLT_RETURN_IF_ERROR(set("--moe-intermediate", shape.moeIntermediate,
+                           {"moe_intermediate_size", "shared_expert_intermediate_size"}));
+  VOLT_RETURN_IF_ERROR(set("--max-positions", shape.maxPositions, {"max_position_embeddings"}));
+  VOLT_RETURN_IF_ERROR(set("--layers", shape.layers, {"num_hidden_layers"}));
+  if (shape.layers) {
+    const int64_t layers = *shape.layers;
+    // The hybrids' layer kinds follow the preset's interval (the tiny ones
+    // alternate); MoE presets' dense-MLP layers keep those that still exist.
+    if (t.contains("layer_types")) {
+      const int64_t interval = t.value("full_attention_interval", int64_t{4});
+      json types = json::array();
+      for (int64_t i = 0; i < layers; ++i)
+        types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
+      t["layer_types"] = types;
+    }
+    if (t.contains("mlp_only_layers")) {
+      json kept = json::array();
+      for (const json &l : t["mlp_only_layers"])
+        if (l.get<int64_t>() < layers)
+          kept.push_back(l);
+      t["mlp_only_layers"] = kept;
+    }
+  }
+  if (shape.vocab) {
+    const int64_t vocab = *shape.vocab;
+    if (vocab < 64)
+      return Error("--vocab must be at least 64 (the tokenizer's byte alphabet and specials)");
+    t["vocab_size"] = vocab;
+    // The last three ids are the tokenizer's special tokens (tinyTokenizer).
+    for (const char *key : {"eos_token_id", "pad_token_id"})
+      if (t.contains(key) && t[key].is_number_integer())
+        t[key] = vocab - 3;
+    if (wrapped) {
+      config["vision_start_token_id"] = vocab - 12;
+      config["vision_end_token_id"] = vocab - 11;
+      config["image_token_id"] = vocab - 9;
+      config["video_token_id"] = vocab - 8;
+    }
+  }
+  return Status::success();
+}
+
 } // namespace volt::mkmodel

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <optional>
 
 int main(int argc, char **argv) {
   CLI::App app{"volt-mkmodel: write a small synthetic Hugging Face model directory "
@@ -30,6 +31,23 @@ int main(int argc, char **argv) {
   app.add_flag("--modelopt-config-json", o.modelOptInConfigJson,
                "ModelOpt: put the quantization config in config.json (newer exports) instead "
                "of hf_quant_config.json");
+  // Shape flags: each replaces one config.json value of the preset.
+  auto shape = [&](const char *flag, std::optional<int64_t> &field, const char *what) {
+    app.add_option(flag, field, std::string(what) + " (replaces the preset's)")
+        ->group("Shape (over --preset)");
+  };
+  shape("--hidden", o.shape.hidden, "hidden_size");
+  shape("--layers", o.shape.layers, "num_hidden_layers; hybrids' layer_types follow");
+  shape("--heads", o.shape.heads, "num_attention_heads");
+  shape("--kv-heads", o.shape.kvHeads, "num_key_value_heads");
+  shape("--head-dim", o.shape.headDim, "head_dim");
+  shape("--intermediate", o.shape.intermediate, "intermediate_size of dense MLPs");
+  shape("--experts", o.shape.experts, "number of routed experts");
+  shape("--experts-per-token", o.shape.expertsPerToken, "num_experts_per_tok (top-k)");
+  shape("--moe-intermediate", o.shape.moeIntermediate,
+        "moe_intermediate_size (and the shared expert's)");
+  shape("--vocab", o.shape.vocab, "vocab_size (the tokenizer follows)");
+  shape("--max-positions", o.shape.maxPositions, "max_position_embeddings");
   app.add_option("-o,--out", out, "output directory")->required();
   CLI11_PARSE(app, argc, argv);
 
@@ -45,8 +63,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "volt-mkmodel: error: %s\n", written.message().c_str());
     return 1;
   }
-  std::printf("wrote %s: %s %s (%s), %zu tensors, %s of weights in %zu files\n", out.c_str(),
+  std::printf("wrote %s: %s %s (%s%s), %zu tensors, %s of weights in %zu files\n", out.c_str(),
               o.family.c_str(), volt::mkmodel::formatName(o.format), o.preset.c_str(),
+              o.shape.any() ? ", reshaped" : "",
               written->tensors, volt::formatBytes(written->dataBytes).c_str(),
               written->files.size());
   return 0;

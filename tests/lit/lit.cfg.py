@@ -22,3 +22,5 @@ config.substitutions.append(("%volt_bin", config.volt_binary_dir))
 config.substitutions.append(("%specs", os.path.join(config.volt_source_dir, "specs")))
 # flatc over plan.fbs: it includes ops.fbs, which the build generates.
 config.substitutions.append(("%flatc", "flatc -I " + os.path.join(config.volt_binary_dir, "runtime", "schema")))
+# volt-doctor's stand-in NVML (tests/support/fake-nvml).
+config.substitutions.append(("%fake_nvml", os.path.join(config.volt_binary_dir, "lib", "libvolt-fake-nvml.so")))

@@ -18,15 +18,26 @@
 #include <cstring>
 #include <filesystem>
 
+#include <unistd.h>
+
 namespace volt::cuda::testing {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// The GPU plan's file alone, in a folder of its own (no weights.rank0.bin).
+/// The GPU plan's file alone, in a folder of its own (no weights.rank0.bin),
+/// one per process: ctest runs this binary's tests in parallel processes.
 fs::path planWithoutPack() {
   const fs::path source = gpuPlan();
-  const fs::path dir = fs::path(VOLT_BINARY_DIR) / "tests" / "synthetic-weights-plan";
+  const fs::path dir = fs::path(VOLT_BINARY_DIR) / "tests" /
+                       ("synthetic-weights-plan-" + std::to_string(::getpid()));
+  static struct Cleanup {
+    fs::path dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{dir};
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy_file(source, dir / "plan.vplan");

@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-14 libclang-rt-14-dev clang-format
   python3 python3-jinja2 python3-pip curl
+  # voltc inspect --html is checked in a headless browser.
+  chromium
 )
 # NVRTC 11.8, the last NVRTC that targets sm_70, from the non-free component.
 nonfree_packages=(libnvrtc11.2)

@@ -18,6 +18,30 @@ namespace {
 
 std::string str(const flatbuffers::String *s) { return s ? s->str() : ""; }
 
+/// The role of a pack entry by its name, coarse enough for a budget bar:
+/// experts, shared expert, attention, linear attention, routers, dense
+/// MLPs, embedding, lm_head, norms and the rest.
+std::string weightRole(const std::string &name) {
+  auto has = [&](const char *s) { return name.find(s) != std::string::npos; };
+  if (has("shared_expert"))
+    return "shared expert";
+  if (has(".experts"))
+    return "experts";
+  if (has("linear_attn"))
+    return "linear attention";
+  if (has("self_attn"))
+    return "attention";
+  if (has("embed_tokens"))
+    return "embedding";
+  if (has("lm_head"))
+    return "lm_head";
+  if (has("mlp.gate") && !has("gate_proj") && !has("gate_up"))
+    return "routers";
+  if (has(".mlp."))
+    return "dense MLP";
+  return "norms and other";
+}
+
 /// What one decode step launches, by kernel (GPU plans) or op (cpu plans).
 std::map<std::string, int> launchesPerDecodeStep(const plan::Plan &p, const plan::Rank &r) {
   std::map<std::string, int> counts;
@@ -124,6 +148,30 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
                          {"last_op", b->last_op()},
                          {"first_op_name", str(r->ops()->Get(b->first_op())->name())},
                          {"last_op_name", str(r->ops()->Get(b->last_op())->name())}});
+    nlohmann::json arenaBuffers = nlohmann::json::array();
+    for (const plan::Buffer *b : *r->buffers())
+      arenaBuffers.push_back({{"name", str(b->name())},
+                              {"offset", b->offset()},
+                              {"bytes", b->bytes()},
+                              {"first_op", b->first_op()},
+                              {"last_op", b->last_op()}});
+    std::map<std::string, std::pair<uint64_t, uint64_t>> roles; // role -> (bytes, entries)
+    if (r->weights())
+      for (const plan::WeightEntry *w : *r->weights()) {
+        auto &[bytes, entries] = roles[weightRole(str(w->name()))];
+        bytes += w->bytes();
+        ++entries;
+      }
+    nlohmann::json weightRoles = nlohmann::json::array();
+    for (const auto &[role, v] : roles)
+      weightRoles.push_back({{"role", role}, {"bytes", v.first}, {"entries", v.second}});
+    std::stable_sort(weightRoles.begin(), weightRoles.end(),
+                     [](const nlohmann::json &a, const nlohmann::json &b) {
+                       return a["bytes"].get<uint64_t>() > b["bytes"].get<uint64_t>();
+                     });
+    std::vector<std::string> opNames;
+    for (const plan::Op *op : *r->ops())
+      opNames.push_back(str(op->name()));
     nlohmann::json kernels = nlohmann::json::object();
     for (const auto &[name, count] : launchesPerDecodeStep(p, *r))
       kernels[name] = count;
@@ -155,6 +203,9 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
          {"budget_bytes", budget ? budget->budget_bytes() : 0},
          {"ops", r->ops()->size()},
          {"largest_buffers", buffers},
+         {"arena_buffers", arenaBuffers},
+         {"weights_by_role", weightRoles},
+         {"op_names", opNames},
          {"launches_per_decode_step", kernels}});
   }
   nlohmann::json kernelList = nlohmann::json::array();

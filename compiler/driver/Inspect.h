@@ -24,5 +24,8 @@ struct InspectReport {
 
 Result<InspectReport> inspect(const std::filesystem::path &plan);
 std::string formatInspectReport(const InspectReport &report);
+/// `voltc inspect --html`: a self-contained page of the memory plan per GPU
+/// (compiler/driver/InspectHtml.cpp).
+std::string formatInspectHtml(const InspectReport &report);
 
 } // namespace volt::driver

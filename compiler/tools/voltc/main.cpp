@@ -10,7 +10,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include <unistd.h>
@@ -86,8 +89,12 @@ int main(int argc, char **argv) {
                  "launches of a decode step");
   std::string inspectPlan;
   bool inspectJson = false;
+  std::string inspectHtml;
   inspectCmd->add_option("plan", inspectPlan, "plan file (.vplan)")->required();
   inspectCmd->add_flag("--json", inspectJson, "print the report as JSON");
+  inspectCmd->add_option("--html", inspectHtml,
+                         "also write the memory plan as a self-contained HTML page (per GPU: the "
+                         "memory bar, the parts, the arena's buffers over the op timeline)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -96,6 +103,26 @@ int main(int argc, char **argv) {
     if (!report) {
       std::fprintf(stderr, "voltc: error: %s\n", report.message().c_str());
       return 1;
+    }
+    if (!inspectHtml.empty()) {
+      const std::string tmp = inspectHtml + ".partial";
+      {
+        std::ofstream page(tmp, std::ios::binary | std::ios::trunc);
+        page << volt::driver::formatInspectHtml(*report);
+        if (!page.good()) {
+          std::fprintf(stderr, "voltc: error: --html: cannot write %s: %s\n", inspectHtml.c_str(),
+                       std::strerror(errno));
+          std::remove(tmp.c_str());
+          return 1;
+        }
+      }
+      if (std::rename(tmp.c_str(), inspectHtml.c_str()) != 0) {
+        std::fprintf(stderr, "voltc: error: --html: cannot write %s: %s\n", inspectHtml.c_str(),
+                     std::strerror(errno));
+        std::remove(tmp.c_str());
+        return 1;
+      }
+      std::fprintf(stderr, "voltc: wrote %s\n", inspectHtml.c_str());
     }
     if (inspectJson)
       std::cout << report->json.dump(2) << "\n";

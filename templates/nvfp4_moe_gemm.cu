@@ -15,16 +15,9 @@ using Config =
                  false, VOLT_PARTS, VOLT_PART_END0, VOLT_PART_END1, VOLT_PART_END2>;
 static_assert(Config::Threads == VOLT_THREADS, "block size");
 
-/// Padded to 64 values: NVVM copies smaller by-value arrays that are
-/// indexed at run time to local memory (voltc's resource check refuses
-/// that); from 64 on it reads the parameter space directly.
-struct EpilogueScales {
-  float v[VOLT_EXPERTS * VOLT_PARTS < 64 ? 64 : VOLT_EXPERTS * VOLT_PARTS];
-};
-
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     nvfp4_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u8 *packed,
-                   const u8 *blockScales, u16 *out, int tokens, EpilogueScales scales) {
+                   const u8 *blockScales, u16 *out, int tokens, const float *__restrict__ scales) {
   VOLT_DYNAMIC_SHARED(u16, shared);
   int group = 0;
   const int expert =
@@ -37,7 +30,8 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   io.blockScales = blockScales;
   io.expert = expert;
   io.tokens = min(expertStarts[expert + 1] - first, Config::TileM);
-  auto scaleOf = [&](int e, int part) { return scales.v[e * VOLT_PARTS + part]; };
+  // EXPERTS x PARTS f32 values in the weight entry, after its block scales.
+  auto scaleOf = [&](int e, int part) { return scales[e * VOLT_PARTS + part]; };
   auto actRow = [=](int m) {
     const int j = first + m;
     const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;

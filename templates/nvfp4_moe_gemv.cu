@@ -8,7 +8,8 @@
 // in[order[j] / TOP_K] with GATHER, in[j] without.
 //
 // Constants: as nvfp4_gemv, plus EXPERTS, TOP_K, GATHER; the epilogue
-// scales are EXPERTS x PARTS values (2^14 x each expert part's global scale).
+// scales are EXPERTS x PARTS f32 values (2^14 x each expert part's global scale)
+// read from the weight entry (WeightEntry.epilogue_offset).
 #include "common/gemv.cuh"
 #include "common/moe.cuh"
 
@@ -16,16 +17,9 @@ using namespace volt;
 using Config = gemv::Config<true, VOLT_K, VOLT_N, VOLT_WARPS, VOLT_SILU, false, false, VOLT_PARTS,
                             VOLT_PART_END0, VOLT_PART_END1, VOLT_PART_END2>;
 
-/// Padded to 64 values: NVVM copies smaller by-value arrays that are
-/// indexed at run time to local memory (voltc's resource check refuses
-/// that); from 64 on it reads the parameter space directly.
-struct EpilogueScales {
-  float v[VOLT_EXPERTS * VOLT_PARTS < 64 ? 64 : VOLT_EXPERTS * VOLT_PARTS];
-};
-
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     nvfp4_moe_gemv(const u16 *in, const int *order, const int *expertStarts, const u8 *packed,
-                   const u8 *blockScales, u16 *out, int tokens, EpilogueScales scales) {
+                   const u8 *blockScales, u16 *out, int tokens, const float *__restrict__ scales) {
   __shared__ float partial[Config::Warps > 1 ? Config::Warps * 64 : 1];
   int group = 0;
   const int expert = moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, 8, group);
@@ -44,6 +38,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   io.x = in + static_cast<i64>(source) * Config::K;
   io.outRow = column < rows ? j : -1;
   io.expert = expert;
-  auto scaleOf = [&](int e, int part) { return scales.v[e * VOLT_PARTS + part]; };
+  // EXPERTS x PARTS f32 values in the weight entry, after its block scales.
+  auto scaleOf = [&](int e, int part) { return scales[e * VOLT_PARTS + part]; };
   gemv::runTile<Config>(blockIdx.x, io, scaleOf, nullptr, out, partial);
 }

@@ -91,6 +91,13 @@ uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape) {
   return (elements / 2 + 255) / 256 * 256;
 }
 
+uint64_t nvfp4EpilogueOffset(const std::vector<int64_t> &shape) {
+  uint64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= static_cast<uint64_t>(d);
+  return (nvfp4ScalesOffset(shape) + elements / 16 + 255) / 256 * 256;
+}
+
 Result<GemmParams> gemmParams(const OpInfo &op) {
   if (op.params.type != plan::paramsTypeOf(op.kind) || !op.params.value)
     return Error("op '" + op.name + "': params of type " + plan::EnumNameOpParams(op.params.type));

@@ -181,5 +181,8 @@ TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int6
 /// Where the block scales of an NVFP4 weight entry start in its pack entry
 /// (compiler/pack: the packed elements, aligned to 256 bytes).
 uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape);
+/// Where an NVFP4 MoE weight entry's f32 epilogue scales start (after the
+/// block scales, aligned; compiler/pack/WeightPacker.h).
+uint64_t nvfp4EpilogueOffset(const std::vector<int64_t> &shape);
 
 } // namespace volt::codegen

@@ -235,7 +235,8 @@ void appendBytes(std::span<const uint8_t> data, int64_t rowStart, int64_t rows, 
 }
 
 Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const WeightSpec &spec,
-                                        int rank, uint64_t &scalesOffset) {
+                                        int rank, uint64_t &scalesOffset,
+                                        uint64_t &epilogueOffset) {
   size_t parts = spec.partRows.size();
   int64_t experts = std::max<int64_t>(1, spec.experts);
   if (spec.names.size() != parts * static_cast<size_t>(experts))
@@ -305,6 +306,20 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
     scalesOffset = alignUp(out.size());
     out.resize(scalesOffset, 0);
     out.insert(out.end(), scales.begin(), scales.end());
+    if (spec.experts > 0) {
+      const size_t count = static_cast<size_t>(experts) * parts;
+      if (spec.globalScales.size() != count)
+        return Error("weight entry '" + spec.name + "': " +
+                     std::to_string(spec.globalScales.size()) + " global scales for " +
+                     std::to_string(experts) + " experts x " + std::to_string(parts) + " parts");
+      epilogueOffset = alignUp(out.size());
+      out.resize(epilogueOffset, 0);
+      for (float g : spec.globalScales) {
+        const float v = g * kEpilogueScaleBias;
+        const auto *b = reinterpret_cast<const uint8_t *>(&v);
+        out.insert(out.end(), b, b + 4);
+      }
+    }
   }
   return out;
 }
@@ -313,7 +328,7 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
 
 uint64_t checksum(const uint8_t *data, size_t size) { return XXH3_64bits(data, size); }
 
-uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset) {
+uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset, uint64_t *epilogueOffset) {
   uint64_t elements = 1;
   for (int64_t d : spec.shape)
     elements *= static_cast<uint64_t>(d);
@@ -322,7 +337,12 @@ uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset) {
   uint64_t packed = alignUp(elements / 2);
   if (scalesOffset)
     *scalesOffset = packed;
-  return packed + elements / 16;
+  if (spec.experts <= 0)
+    return packed + elements / 16;
+  const uint64_t epilogue = alignUp(packed + elements / 16);
+  if (epilogueOffset)
+    *epilogueOffset = epilogue;
+  return epilogue + 4 * static_cast<uint64_t>(spec.experts) * spec.partRows.size();
 }
 
 Result<PackResult> writePack(const model::Checkpoint &checkpoint,
@@ -366,7 +386,7 @@ Result<PackResult> writePack(const model::Checkpoint &checkpoint,
     std::vector<uint8_t> pad(alignUp(offset) - offset, 0);
     write(pad.data(), pad.size());
     PackedEntry entry;
-    auto bytes = buildEntry(checkpoint, spec, rank, entry.scalesOffset);
+    auto bytes = buildEntry(checkpoint, spec, rank, entry.scalesOffset, entry.epilogueOffset);
     if (!bytes) {
       file.close();
       std::filesystem::remove(tmp);

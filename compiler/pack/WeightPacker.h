@@ -88,6 +88,9 @@ struct PackedEntry {
   uint64_t bytes = 0;
   /// NVFP4: where the block scales start, relative to offset.
   uint64_t scalesOffset = 0;
+  /// NVFP4 MoE: where the epilogue scales start (0: none; see
+  /// plan.fbs WeightEntry.epilogue_offset).
+  uint64_t epilogueOffset = 0;
   uint64_t checksum = 0;
 };
 
@@ -101,7 +104,13 @@ struct PackResult {
 using Progress = std::function<void(uint64_t, uint64_t)>;
 
 /// The bytes `spec` takes in a pack (before alignment of the next entry).
-uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset = nullptr);
+uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset = nullptr,
+                    uint64_t *epilogueOffset = nullptr);
+
+/// The factor of an NVFP4 MoE entry's epilogue scales over its global
+/// scales: 2^14, the bias of E2M1 decoded through FP16 exponent bits
+/// (compiler/codegen/LaunchContext.h kE2M1Bias).
+inline constexpr float kEpilogueScaleBias = 16384.0f;
 
 /// Writes rank `rank`'s pack to `path`.
 Result<PackResult> writePack(const model::Checkpoint &checkpoint,

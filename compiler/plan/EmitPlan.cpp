@@ -296,7 +296,7 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                                           nvfp4 ? WeightLayout::Nvfp4RowMajor : WeightLayout::Dense,
                                           dtypeOf(w.getDtype()), b.CreateVector(shape), e.offset,
                                           e.bytes, e.scalesOffset, b.CreateVector(partRows),
-                                          b.CreateVector(scales), e.checksum));
+                                          b.CreateVector(scales), e.checksum, e.epilogueOffset));
     }
     auto packInfo = CreateWeightPack(b, b.CreateString(packFileName(r)), packed->fileBytes,
                                      packed->fileChecksum);

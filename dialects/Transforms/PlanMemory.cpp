@@ -57,7 +57,12 @@ int64_t packedBytes(vx::WeightOp w) {
   for (int64_t d : w.getShape())
     elements *= d;
   if (w.getLayout() == "nvfp4")
-    return volt::memory::alignUp(elements / 2) + volt::memory::alignUp(elements / 16);
+    // MoE entries add the grouped GEMMs' f32 epilogue scales, one per
+    // expert and fused part (compiler/pack/WeightPacker.h).
+    return volt::memory::alignUp(elements / 2) + volt::memory::alignUp(elements / 16) +
+           (w.getExperts() > 0 ? volt::memory::alignUp(4 * w.getExperts() *
+                                                       static_cast<int64_t>(w.getPartRows().size()))
+                               : 0);
   int64_t elem = w.getDtype().isF32() ? 4 : 2;
   return volt::memory::alignUp(elements * elem);
 }

@@ -67,6 +67,9 @@ Status fillSyntheticWeights(CudaDriver &d, const plan::Rank &rank, CUdeviceptr w
                                     c.bytes, stream);
       VOLT_RETURN_IF_ERROR(d.check(rc, label + ": filling the synthetic weights"));
     }
+    for (const SyntheticFill::Write &w : fill.writes)
+      VOLT_RETURN_IF_ERROR(d.check(d.cuMemcpyHtoD(weights + w.to, w.bytes.data(), w.bytes.size()),
+                                   label + ": writing the synthetic weights' epilogue scales"));
     return d.check(d.cuStreamSynchronize(stream), label + ": filling the synthetic weights");
   };
   Status filled = run();

@@ -148,8 +148,20 @@ SyntheticFill syntheticFill(const plan::Rank &rank, uint64_t period) {
   for (const plan::WeightEntry *w : *rank.weights()) {
     if (w->layout() == plan::WeightLayout::Nvfp4RowMajor) {
       // The loader checked that the scales lie inside the entry.
+      const uint64_t scalesEnd = w->epilogue_offset() ? w->epilogue_offset() : w->bytes();
       add(SyntheticKind::Codes, w->offset(), w->scales_offset());
-      add(SyntheticKind::Scales, w->offset() + w->scales_offset(), w->bytes() - w->scales_offset());
+      add(SyntheticKind::Scales, w->offset() + w->scales_offset(), scalesEnd - w->scales_offset());
+      if (w->epilogue_offset()) {
+        // The loader checked that experts x parts scales fit the entry.
+        SyntheticFill::Write write{w->offset() + w->epilogue_offset(), {}};
+        if (w->global_scales())
+          for (float g : *w->global_scales()) {
+            const float v = g * kEpilogueScaleBias;
+            const auto *b = reinterpret_cast<const uint8_t *>(&v);
+            write.bytes.insert(write.bytes.end(), b, b + 4);
+          }
+        fill.writes.push_back(std::move(write));
+      }
     } else {
       add(denseKind(*w), w->offset(), w->bytes());
     }

@@ -15,6 +15,8 @@
 //   - NVFP4 block scales: finite positive E4M3 codes chosen so that
 //     code x scale x global scale is about 0.02 in magnitude (RMS), given
 //     the plan's global scales;
+//   - NVFP4 MoE epilogue scales: the plan's own (2^14 x each global scale),
+//     written from the host;
 //   - other dtypes (integers, FP8 tensors): zeros.
 //
 // Each entry starts its pattern at a different offset, so that entries
@@ -61,6 +63,12 @@ struct SyntheticFill {
   /// SyntheticKind order: patternOffset(kind) locates one.
   std::vector<uint8_t> patterns;
   std::vector<SyntheticCopy> copies;
+  /// Exact bytes written from the host: NVFP4 MoE entries' epilogue scales.
+  struct Write {
+    uint64_t to = 0;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Write> writes;
   /// The E4M3 block scale codes the Scales pattern draws from.
   std::vector<uint8_t> scaleCodes;
 
@@ -68,6 +76,10 @@ struct SyntheticFill {
     return static_cast<uint64_t>(kind) * 2 * period;
   }
 };
+
+/// An NVFP4 MoE entry's epilogue scales over its global scales (2^14, the
+/// E2M1 decode's bias; compiler/pack/WeightPacker.h writes the same).
+inline constexpr float kEpilogueScaleBias = 16384.0f;
 
 /// Default pattern period: 512 KiB per kind, 8 MiB of patterns in all.
 inline constexpr uint64_t kSyntheticPeriod = 512 << 10;

@@ -83,6 +83,14 @@ Status checkConsistency(const Plan &p, const std::string &name) {
       if (w->offset() + w->bytes() < w->offset() || w->offset() + w->bytes() > packBytes)
         return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
                      "' lies outside its pack");
+      if (w->epilogue_offset() != 0 &&
+          (w->layout() != WeightLayout::Nvfp4RowMajor || w->epilogue_offset() < w->scales_offset() ||
+           w->epilogue_offset() > w->bytes() ||
+           (w->bytes() - w->epilogue_offset()) / 4 <
+               (w->global_scales() ? w->global_scales()->size() : 0) ||
+           !w->global_scales()))
+        return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
+                     "': epilogue scales outside the entry or not after its block scales");
       if (w->layout() == WeightLayout::Nvfp4RowMajor && w->scales_offset() > w->bytes())
         return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
                      "' has its block scales outside the entry");

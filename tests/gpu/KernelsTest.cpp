@@ -293,10 +293,19 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>((gather ? tokens : pairs) * k));
   Nvfp4Entry q;
   std::vector<uint16_t> dense;
-  if (quantized)
+  if (quantized) {
     q = randomNvfp4(rng, w.shape);
-  else
+    // The grouped kernels read 2^14 x each global scale from the entry, as
+    // the packer stores them after the block scales.
+    const uint64_t at = codegen::nvfp4EpilogueOffset(w.shape);
+    q.bytes.resize(at + 4 * w.globalScales.size(), 0);
+    for (size_t i = 0; i < w.globalScales.size(); ++i) {
+      const float v = w.globalScales[i] * 16384.0f;
+      std::memcpy(q.bytes.data() + at + 4 * i, &v, 4);
+    }
+  } else {
     dense = randomHalves(rng, static_cast<size_t>(experts * n * k), 0.05f);
+  }
   const int64_t columns = silu ? n / 2 : n;
   cpu::ThreadPool pool(threads());
   std::vector<uint16_t> reference(static_cast<size_t>(pairs * columns)),

@@ -15,11 +15,6 @@ namespace {
 
 // ---- GEMMs ----------------------------------------------------------------
 
-/// A kernel's parameter space on sm_70 (CUDA before 12.1 on every GPU).
-constexpr size_t kMaxKernelParamBytes = 4096;
-/// The grouped GEMMs' padded scale count (kMinMoeScales below).
-constexpr size_t kMinMoeScalesForShape = 64;
-
 /// The facts every GEMM form shares.
 struct GemmShape {
   int64_t k = 0, n = 0;
@@ -67,25 +62,10 @@ Result<GemmShape> gemmShape(LaunchContext &c, const OperandInfo &weight, const G
   if (weight.globalScales.size() != experts * s.partRows.size())
     return c.error(std::to_string(weight.globalScales.size()) + " global scales for " +
                    std::to_string(experts) + " x " + std::to_string(s.partRows.size()) + " parts");
+  // Dense QLinears take their (at most 4) scales by value; the grouped
+  // kernels read theirs from the weight entry (epilogueArgs).
   for (float g : weight.globalScales)
     s.epilogueScales.push_back(g * kE2M1Bias);
-  if (moe) {
-    // The grouped kernels take the scales by value, after six pointers and
-    // the token count (templates/nvfp4_moe_*.cu); a kernel's parameters
-    // are at most 4,096 bytes on sm_70.
-    const size_t bytes =
-        6 * 8 + 4 + 4 * std::max<size_t>(s.epilogueScales.size(), kMinMoeScalesForShape);
-    if (bytes > kMaxKernelParamBytes)
-      return c.error(std::to_string(experts) + " experts x " +
-                     std::to_string(s.partRows.size()) + " fused parts: their " +
-                     std::to_string(s.epilogueScales.size()) +
-                     " NVFP4 global scales do not fit the 4,096-byte kernel parameter space "
-                     "beside the other arguments (" +
-                     std::to_string(bytes) + " bytes; at most " +
-                     std::to_string((kMaxKernelParamBytes - 52) / 4) +
-                     " scales); the cuda backend cannot run this MoE layer yet, the cpu "
-                     "backend can");
-  }
   return s;
 }
 
@@ -153,17 +133,18 @@ uint32_t gemmTiles(const GemmShape &s, int64_t tileN) {
   return static_cast<uint32_t>((columns + perTile - 1) / perTile);
 }
 
-/// Grouped GEMMs receive at least this many epilogue scales (zeros after
-/// the real ones): templates/nvfp4_moe_*.cu pad their parameter array so
-/// that it is read in place rather than copied to local memory.
-constexpr size_t kMinMoeScales = kMinMoeScalesForShape;
-
-void epilogueArgs(PlannedLaunch &l, const GemmShape &s) {
+/// The epilogue scales: by value for a dense QLinear (one per fused part);
+/// for the grouped GEMMs a pointer to the f32 scales the packer stores in
+/// the weight entry after its block scales (experts x parts of them: 512
+/// experts with gate and up fused would not fit sm_70's 4,096-byte
+/// parameter space by value).
+void epilogueArgs(PlannedLaunch &l, const GemmShape &s, const OperandInfo &weight) {
+  if (s.moe && s.nvfp4) {
+    l.args.push_back(LaunchArg::pointer(weight, nvfp4EpilogueOffset(weight.shape)));
+    return;
+  }
   for (float g : s.epilogueScales)
     l.args.push_back(LaunchArg::f32Value(g));
-  if (s.moe && s.nvfp4)
-    for (size_t i = s.epilogueScales.size(); i < kMinMoeScales; ++i)
-      l.args.push_back(LaunchArg::f32Value(0.0f));
 }
 
 /// Linear and QLinear: (in, weight, bias?, out).
@@ -208,7 +189,7 @@ Result<PlannedLaunch> planLinear(LaunchContext &c, const Variant &v) {
     l.args.push_back(LaunchArg::pointer(c.at(2)));
   l.args.push_back(LaunchArg::pointer(out));
   l.args.push_back(rowsArg(in));
-  epilogueArgs(l, *shape);
+  epilogueArgs(l, *shape, weight);
   return l;
 }
 
@@ -248,7 +229,7 @@ Result<PlannedLaunch> planMoeLinear(LaunchContext &c, const Variant &v) {
     l.args.push_back(LaunchArg::pointer(weight, nvfp4ScalesOffset(weight.shape)));
   l.args.push_back(LaunchArg::pointer(c.at(4)));
   l.args.push_back(LaunchArg::tokenCount());
-  epilogueArgs(l, *shape);
+  epilogueArgs(l, *shape, weight);
   return l;
 }
 

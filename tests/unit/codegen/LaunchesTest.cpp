@@ -92,8 +92,9 @@ TEST(Launches, MoeGridsBoundTheActiveExperts) {
   EXPECT_EQ((*l)[0].grid[1].at(3, 3), 24u);
   // GEMM (tile_m 128): sum of ceil(rows_e / 128) <= (T k + 128 * 127) / 128.
   EXPECT_EQ((*l)[2].grid[1].at(1024, 1), (1024u * 8 + 128 * 127 + 127) / 128);
-  // in, order, starts, packed, scales, out, T, 128 experts x 2 parts.
-  EXPECT_EQ((*l)[0].args.size(), 7u + 256u);
+  // in, order, starts, packed, block scales, out, T, and the epilogue
+  // scales of 128 experts x 2 parts as one pointer into the entry.
+  EXPECT_EQ((*l)[0].args.size(), 8u);
   const KernelRequest &gemv = registry.requests()[(*l)[0].kernel];
   EXPECT_EQ(gemv.get("experts"), 128);
   EXPECT_EQ(gemv.get("gather"), 1);
@@ -220,12 +221,13 @@ TEST(Launches, EqualCallSitesShareKernels) {
 }
 
 // Qwen3-Next-80B-A3B's 512 experts with gate|up fused: 1,024 global
-// scales by value overflow sm_70's 4 KiB of kernel parameters (NVRTC's
-// "Formal parameter space overflowed"): refused at planning, by name.
-TEST(Launches, MoeScalesBeyondTheParameterSpaceAreRefused) {
+// scales, more than sm_70's 4 KiB of kernel parameters could hold by value.
+// The grouped kernels read them from the weight entry instead: every
+// variant gets one pointer to the entry at nvfp4EpilogueOffset, and the
+// argument list stays the same size whatever the expert count.
+TEST(Launches, MoeEpilogueScalesAreReadFromTheWeightEntry) {
   auto ops = modelOps(qwen3MoeShape(), 1);
   ModelOp gateUp = find(ops, ".experts.gate_up");
-  auto *p = gateUp.op.params.AsMoeGroupedQLinearParams();
   auto grow = [&](uint32_t experts) {
     ModelOp m = gateUp;
     auto *q = m.op.params.AsMoeGroupedQLinearParams();
@@ -236,19 +238,24 @@ TEST(Launches, MoeScalesBeyondTheParameterSpaceAreRefused) {
     return m;
   };
   ASSERT_EQ(gateUp.op.operands[3].partRows.size(), 2u);
-  ASSERT_EQ(p->num_experts, 128u);
-  KernelRegistry registry;
-  ModelOp fits = grow(505); // 1,010 scales: 52 + 4,040 bytes
-  EXPECT_TRUE(planLaunches(fits.op, fits.variants, ProgramInfo{}, TargetInfo{}, registry).ok());
-  ModelOp big = grow(512);
-  auto refused = planLaunches(big.op, big.variants, ProgramInfo{}, TargetInfo{}, registry);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.message().find("512 experts x 2 fused parts: their 1024 NVFP4 global scales "
-                                   "do not fit the 4,096-byte kernel parameter space"),
-            std::string::npos)
-      << refused.message();
-  EXPECT_NE(refused.message().find("(4148 bytes; at most 1011 scales)"), std::string::npos)
-      << refused.message();
+  for (uint32_t experts : {128u, 512u, 1024u}) {
+    ModelOp m = grow(experts);
+    KernelRegistry registry;
+    auto launches = planLaunches(m.op, m.variants, ProgramInfo{}, TargetInfo{}, registry);
+    ASSERT_TRUE(launches.ok()) << launches.message();
+    for (const PlannedLaunch &l : *launches) {
+      ASSERT_EQ(l.args.size(), 8u) << experts << " experts";
+      const LaunchArg &scales = l.args.back();
+      EXPECT_EQ(scales.kind, LaunchArg::Kind::Pointer);
+      EXPECT_EQ(scales.operandKind, OperandKind::Weight);
+      EXPECT_EQ(scales.offset, nvfp4EpilogueOffset(m.op.operands[3].shape));
+      EXPECT_GT(scales.offset, nvfp4ScalesOffset(m.op.operands[3].shape));
+    }
+  }
+  // The packer's layout (tests/unit/model/WeightPackerTest.cpp): data,
+  // block scales at 256, epilogue scales at 512 for [2, 2, 32].
+  EXPECT_EQ(nvfp4ScalesOffset({2, 2, 32}), 256u);
+  EXPECT_EQ(nvfp4EpilogueOffset({2, 2, 32}), 512u);
 }
 
 TEST(Launches, ShapesTheTemplatesCannotServeAreErrorsNamingTheOp) {

@@ -143,6 +143,25 @@ namespace moe_gemv_gate_up {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace moe_gemv_gate_up
 
+namespace moe_gemv_512 {
+#define VOLT_K 64
+#define VOLT_N 32
+#define VOLT_WARPS 1
+#define VOLT_SILU 1
+#define VOLT_PARTS 2
+#define VOLT_PART_END0 16
+#define VOLT_PART_END1 0
+#define VOLT_PART_END2 0
+#define VOLT_EXPERTS 512
+#define VOLT_TOP_K 4
+#define VOLT_GATHER 1
+#define VOLT_THREADS 32
+#define nvfp4_moe_gemv moe_gemv_512_entry
+#include "nvfp4_moe_gemv.cu"
+#undef nvfp4_moe_gemv
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace moe_gemv_512
+
 namespace moe_gemm_down {
 #define VOLT_K 96
 #define VOLT_N 80
@@ -525,6 +544,7 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
 
   std::vector<uint16_t> xs = randomHalves(rng, static_cast<size_t>((gather ? tokens : pairs) * k));
   Nvfp4Entry q = randomNvfp4(rng, {experts, n, k});
+  appendEpilogueScales(q, {experts, n, k}, w.globalScales);
   std::vector<uint16_t> dense = randomHalves(rng, static_cast<size_t>(experts * n * k), 0.05f);
   const int64_t columns = silu ? n / 2 : n;
   std::vector<uint16_t> gpu(static_cast<size_t>(pairs * columns), 0x7E00),
@@ -626,7 +646,7 @@ TEST(SimtGemm, Nvfp4MoeGemvGatheredGateUp) {
                           std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
                                      a.pointer<const int>(), a.pointer<const u8>(),
                                      a.pointer<const u8>(), a.pointer<u16>(), a.i32(),
-                                     a.floats<EpilogueScales>()});
+                                     a.pointer<const float>()});
              });
 }
 
@@ -651,7 +671,33 @@ TEST(SimtGemm, Nvfp4MoeGemmDown) {
                         std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
                                    a.pointer<const int>(), a.pointer<const u8>(),
                                    a.pointer<const u8>(), a.pointer<u16>(), a.i32(),
-                                   a.floats<EpilogueScales>()});
+                                   a.pointer<const float>()});
+           });
+}
+
+// 512 experts with gate and up fused: 1,024 epilogue scales, which the
+// kernel parameter space (4,096 bytes on sm_70) could not hold by value;
+// they are read from the weight entry (Qwen3-Next-80B-A3B's shape of MoE).
+TEST(SimtGemm, Nvfp4MoeGemvFiveHundredTwelveExperts) {
+  checkMoe(true, 512, 4, 64, 32, true, true, 3, gemv("nvfp4_moe_gemv"),
+           {{"k", 64},
+            {"n", 32},
+            {"warps", 1},
+            {"silu", 1},
+            {"parts", 2},
+            {"part_end0", 16},
+            {"part_end1", 0},
+            {"part_end2", 0},
+            {"experts", 512},
+            {"top_k", 4},
+            {"gather", 1}},
+           32, [](Args &a) {
+             using namespace moe_gemv_512;
+             std::apply(moe_gemv_512_entry,
+                        std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
+                                   a.pointer<const int>(), a.pointer<const u8>(),
+                                   a.pointer<const u8>(), a.pointer<u16>(), a.i32(),
+                                   a.pointer<const float>()});
            });
 }
 

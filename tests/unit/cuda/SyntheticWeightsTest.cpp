@@ -101,6 +101,15 @@ TEST(SyntheticWeights, FillCoversEveryEntryOnceWithinItsPattern) {
     for (uint64_t i = c.to; i < c.to + c.bytes; ++i)
       ++covered[i];
   }
+  // MoE entries' epilogue scales are written from the host, exactly.
+  size_t writes = 0;
+  for (const SyntheticFill::Write &w : fill.writes) {
+    ASSERT_LE(w.to + w.bytes.size(), covered.size());
+    for (uint64_t i = w.to; i < w.to + w.bytes.size(); ++i)
+      ++covered[i];
+    ++writes;
+  }
+  EXPECT_GT(writes, 0u) << "the plan has no MoE entry to check";
   size_t nvfp4 = 0;
   for (const plan::WeightEntry *w : *rank.weights()) {
     nvfp4 += w->layout() == plan::WeightLayout::Nvfp4RowMajor;
@@ -145,7 +154,7 @@ TEST(SyntheticWeights, BackendFillsEveryEntryAndRunsSteps) {
   ASSERT_NE(base, 0u);
 
   const plan::Rank &rank = *h.plan->plan().ranks()->Get(0);
-  size_t nvfp4 = 0, matrices = 0, vectors = 0;
+  size_t nvfp4 = 0, matrices = 0, vectors = 0, moeEntries = 0;
   for (const plan::WeightEntry *w : *rank.weights()) {
     const std::string name = entryName(*w);
     const uint8_t *bytes = h.fake.deviceBytes(0, base + w->offset(), w->bytes(), name);
@@ -157,9 +166,26 @@ TEST(SyntheticWeights, BackendFillsEveryEntryAndRunsSteps) {
       for (uint64_t i = 0; i < scalesAt; ++i)
         nonZero += bytes[i] != 0;
       EXPECT_GT(nonZero, scalesAt / 2) << name << ": element codes not filled";
-      for (uint64_t i = scalesAt; i < w->bytes(); ++i) {
+      uint64_t elements = 1;
+      for (int64_t d : *w->shape())
+        elements *= static_cast<uint64_t>(d);
+      // Block scales up to the epilogue scales (MoE entries) or the end;
+      // the alignment padding before the epilogue scales is not read.
+      const uint64_t scalesEnd =
+          w->epilogue_offset() ? scalesAt + elements / nvfp4::kBlockSize : w->bytes();
+      for (uint64_t i = scalesAt; i < scalesEnd; ++i) {
         const uint8_t scale = bytes[i];
         ASSERT_TRUE(scale > 0 && scale < 0x7F) << name << ": block scale " << int(scale);
+      }
+      // MoE entries: the epilogue scales are the plan's, exactly.
+      if (w->epilogue_offset()) {
+        ++moeEntries;
+        ASSERT_TRUE(w->global_scales());
+        for (uint32_t i = 0; i < w->global_scales()->size(); ++i) {
+          float v;
+          std::memcpy(&v, bytes + w->epilogue_offset() + 4 * i, 4);
+          ASSERT_EQ(v, w->global_scales()->Get(i) * 16384.0f) << name << " scale " << i;
+        }
       }
       // The first row dequantizes to about 0.02 (RMS).
       ASSERT_TRUE(w->shape() && w->global_scales() && w->global_scales()->size() > 0) << name;
@@ -197,6 +223,7 @@ TEST(SyntheticWeights, BackendFillsEveryEntryAndRunsSteps) {
     }
   }
   EXPECT_GT(nvfp4, 0u);
+  EXPECT_GT(moeEntries, 0u);
   EXPECT_GT(matrices, 0u);
   EXPECT_GT(vectors, 0u);
 

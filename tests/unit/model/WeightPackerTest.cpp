@@ -190,6 +190,40 @@ TEST_F(WeightPacker, Nvfp4RowsThroughAView) {
   EXPECT_EQ((std::vector<uint8_t>(sc, sc + 4)), (std::vector<uint8_t>{0x32, 0x33, 0x36, 0x37}));
 }
 
+// An NVFP4 MoE entry ends with the grouped kernels' epilogue scales: one
+// f32 per expert and part, 2^14 x its global scale, 256-byte aligned after
+// the block scales (where codegen's nvfp4EpilogueOffset points: 512 for
+// [2, 2, 32], tests/unit/codegen/LaunchesTest.cpp).
+TEST_F(WeightPacker, Nvfp4MoeEntryEndsWithItsEpilogueScales) {
+  WeightSpec s = spec({"m", "m"}, {2}, {2, 2, 32}, {{-1, 1, 2, 2, 4}, {-1, 1, 2, 2, 4}});
+  s.nvfp4 = true;
+  s.experts = 2;
+  s.globalScales = {0.5f, 0.25f};
+  uint64_t scalesAt = 0, epilogueAt = 0;
+  const uint64_t planned = entryBytes(s, &scalesAt, &epilogueAt);
+  EXPECT_EQ(scalesAt, 256u);
+  EXPECT_EQ(epilogueAt, 512u);
+  EXPECT_EQ(planned, 512u + 2 * 4);
+  auto path = dir_ / "moe.bin";
+  auto r = writePack(*ckpt_, {s}, 0, path);
+  ASSERT_TRUE(r) << r.message();
+  const PackedEntry &entry = r->entries[0];
+  EXPECT_EQ(entry.scalesOffset, scalesAt);
+  EXPECT_EQ(entry.epilogueOffset, epilogueAt);
+  EXPECT_EQ(entry.bytes, planned);
+  std::string bytes = model::testing::slurp(path);
+  float v[2];
+  std::memcpy(v, bytes.data() + entry.offset + entry.epilogueOffset, sizeof v);
+  EXPECT_EQ(v[0], 0.5f * 16384.0f);
+  EXPECT_EQ(v[1], 0.25f * 16384.0f);
+  // One global scale per expert and part, or the entry is refused.
+  s.globalScales = {0.5f};
+  auto wrong = writePack(*ckpt_, {s}, 0, dir_ / "wrong.bin");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("1 global scales for 2 experts x 1 parts"), std::string::npos)
+      << wrong.message();
+}
+
 // FP8 entries are E4M3 × scale, each scale as its shape says, sharded rows
 // taking their own rows' scales; a missing or misshapen scale is named.
 TEST_F(WeightPacker, Fp8TimesItsScalePerTensorRowAndBlock) {

@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -154,6 +155,18 @@ struct Nvfp4Entry {
     return nvfp4::decodeE2M1(code) * nvfp4::decodeE4M3(scales()[r * (cols / 16) + c / 16]);
   }
 };
+
+/// Appends an NVFP4 MoE entry's epilogue scales (2^14 x each global scale,
+/// f32) at nvfp4EpilogueOffset, as the packer stores them.
+inline void appendEpilogueScales(Nvfp4Entry &e, const std::vector<int64_t> &shape,
+                                 const std::vector<float> &globalScales) {
+  const uint64_t at = codegen::nvfp4EpilogueOffset(shape);
+  e.bytes.resize(at + 4 * globalScales.size(), 0);
+  for (size_t i = 0; i < globalScales.size(); ++i) {
+    const float v = globalScales[i] * 16384.0f;
+    std::memcpy(e.bytes.data() + at + 4 * i, &v, 4);
+  }
+}
 
 inline Nvfp4Entry randomNvfp4(std::mt19937 &rng, std::vector<int64_t> shape) {
   Nvfp4Entry e;

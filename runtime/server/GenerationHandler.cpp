@@ -299,6 +299,14 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
         count->fetch_sub(1);
     }
   } active{&activeGenerations};
+  // More choices than the queue can ever hold is the request's fault, not
+  // a busy server's: no retry would succeed.
+  if (options.maxQueueLen > 0 && numChoices > options.maxQueueLen)
+    return sendError(res, badRequest("n", "the request asks for " + std::to_string(numChoices) +
+                                              " sequences (prompts x n) and the server queues at "
+                                              "most " +
+                                              std::to_string(options.maxQueueLen) +
+                                              " (--max-queue-len); ask for fewer"));
   if (session->engine().stats().numWaiting + numChoices > options.maxQueueLen) {
     metrics.observeRejected("queue_full");
     ApiError e = serverError(503, "queue_full",

@@ -338,6 +338,20 @@ class LimitsTest(unittest.TestCase):
             self.assertEqual(harness.metric(server.metrics(), "volt:requests_rejected_total",
                                             reason="queue_full"), 1)
 
+    def test_more_choices_than_the_queue_holds_gives_400(self):
+        # n x prompts above --max-queue-len can never be queued: a 400 naming
+        # n, not a 503 to retry; at the limit it is served.
+        with harness.Server("--max-queue-len", "2") as server:
+            status, headers, b = server.post("/v1/completions",
+                                             {"prompt": "x", "max_tokens": 1, "n": 3})
+            check_error(self, status, b, 400, param="n", contains="--max-queue-len")
+            self.assertIsNone(headers.get("retry-after"))
+            status, _, _ = server.post("/v1/completions",
+                                       {"prompt": ["x", "y"], "max_tokens": 1, "n": 2})
+            self.assertEqual(status, 400)
+            status, _, _ = server.post("/v1/completions", {"prompt": "x", "max_tokens": 1, "n": 2})
+            self.assertEqual(status, 200)
+
     def test_request_timeout(self):
         # 16 sequences of 2000 tokens: seconds of work, well past 0.5 s,
         # while the first token comes within milliseconds.

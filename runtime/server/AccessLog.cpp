@@ -2,6 +2,7 @@
 #include "runtime/server/AccessLog.h"
 
 #include "runtime/server/ApiError.h"
+#include "runtime/support/Strings.h"
 
 #include <cmath>
 #include <ctime>
@@ -22,9 +23,10 @@ std::string formatAccessRecord(const AccessRecord &r, std::chrono::system_clock:
 
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["time"] = withMs;
-  j["request_id"] = r.requestId;
-  j["method"] = r.method;
-  j["path"] = r.path;
+  // Client-chosen text is clipped: a log line stays a line.
+  j["request_id"] = clipForMessage(r.requestId, 128);
+  j["method"] = clipForMessage(r.method, 16);
+  j["path"] = clipForMessage(r.path, 512);
   j["status"] = r.status;
   j["remote"] = r.remote;
   if (r.promptTokens)
@@ -41,7 +43,7 @@ std::string formatAccessRecord(const AccessRecord &r, std::chrono::system_clock:
   if (r.clientDisconnected)
     j["client_disconnected"] = true;
   if (!r.error.empty())
-    j["error"] = r.error;
+    j["error"] = clipForMessage(r.error, 256);
   return dumpJson(j);
 }
 

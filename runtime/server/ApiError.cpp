@@ -1,13 +1,18 @@
 //===- ApiError.cpp -------------------------------------------------------===//
 #include "runtime/server/ApiError.h"
 
+#include "runtime/support/Strings.h"
+
 namespace volt::server {
 
 nlohmann::ordered_json ApiError::toJson() const {
   nlohmann::ordered_json e = nlohmann::ordered_json::object();
-  e["message"] = message;
+  // Messages and params may quote the request: bounded, so that an error
+  // costs little whatever the client sent.
+  e["message"] = clipForMessage(message, kMaxMessageBytes);
   e["type"] = type;
-  e["param"] = param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param);
+  e["param"] = param.empty() ? nlohmann::ordered_json()
+                             : nlohmann::ordered_json(clipForMessage(param, kMaxParamBytes));
   e["code"] = code.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(code);
   return {{"error", std::move(e)}};
 }

@@ -18,6 +18,11 @@
 namespace volt::server {
 
 struct ApiError {
+  /// What a response echoes at most (clipForMessage): a message of 2 KiB,
+  /// a param of 128 bytes.
+  static constexpr size_t kMaxMessageBytes = 2048;
+  static constexpr size_t kMaxParamBytes = 128;
+
   int status = 400;
   /// Lower-case, names the field and says what was expected and found.
   std::string message;

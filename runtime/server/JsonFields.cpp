@@ -59,10 +59,11 @@ MaybeError JsonFields::rejectUnknown(std::initializer_list<std::string_view> kno
     if (found)
       continue;
     std::vector<std::string> names(known.begin(), known.end());
-    std::string message = "unrecognized request argument supplied: " + path(it.key());
+    const std::string name = clipForMessage(path(it.key()), 64);
+    std::string message = "unrecognized request argument supplied: " + name;
     if (auto near = closestMatch(it.key(), names))
       message += " (did you mean " + path(*near) + "?)";
-    return badRequest(path(it.key()), message);
+    return badRequest(name, message);
   }
   return std::nullopt;
 }

@@ -80,7 +80,7 @@ void Server::Impl::sendError(httplib::Response &res, const ApiError &error) {
   if (error.retryAfterSeconds)
     res.set_header("Retry-After", std::to_string(*error.retryAfterSeconds));
   res.set_content(error.body(), "application/json");
-  currentRequest().record.error = error.message;
+  currentRequest().record.error = clipForMessage(error.message, 256);
 }
 
 void Server::Impl::sendJson(httplib::Response &res, const Json &body) {

@@ -21,11 +21,27 @@ size_t editDistance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+std::string clipForMessage(std::string_view text, size_t max) {
+  if (text.size() <= max)
+    return std::string(text);
+  size_t cut = max;
+  // Back up over UTF-8 continuation bytes so that a character stays whole.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  return std::string(text.substr(0, cut)) + "… (" + std::to_string(text.size()) + " bytes)";
+}
+
 std::optional<std::string> closestMatch(std::string_view word,
                                         const std::vector<std::string> &candidates) {
   std::optional<std::string> best;
+  if (word.size() > 256)
+    return best;
   size_t bestDistance = std::max<size_t>(2, word.size() / 3) + 1;
   for (const std::string &c : candidates) {
+    // The distance is at least the difference in length.
+    const size_t gap = word.size() > c.size() ? word.size() - c.size() : c.size() - word.size();
+    if (gap >= bestDistance)
+      continue;
     size_t d = editDistance(word, c);
     if (d > 0 && d < bestDistance) {
       bestDistance = d;

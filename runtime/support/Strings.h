@@ -14,8 +14,15 @@ size_t editDistance(std::string_view a, std::string_view b);
 
 /// The candidate closest to `word`, if one is close enough to be a likely
 /// typo (distance at most a third of the word's length, and at least 1 off).
+/// Cheap for any input: candidates whose length alone rules them out are not
+/// compared, and words over 256 bytes get no suggestion.
 std::optional<std::string> closestMatch(std::string_view word,
                                         const std::vector<std::string> &candidates);
+
+/// `text` cut to at most `max` bytes (at a UTF-8 character boundary) with
+/// "… (N bytes)" after it, for messages and logs that echo client input:
+/// an 8 MB field name must not become an 8 MB error.
+std::string clipForMessage(std::string_view text, size_t max);
 
 /// "a, b, c" — for listing valid values in a message.
 std::string joinList(const std::vector<std::string> &items, std::string_view sep = ", ");

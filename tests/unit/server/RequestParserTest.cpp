@@ -106,6 +106,28 @@ TEST(RequestParser, PromptShapes) {
             "n");
 }
 
+// An 8 MB unknown field name: no suggestion search, and the error (message
+// and param) quotes only its start.
+TEST(RequestParser, AHugeUnknownFieldIsClippedInTheError) {
+  const std::string name(8u << 20, 'q');
+  const std::string body = R"({"prompt": "x", ")" + name + R"(": 1})";
+  ApiError e = errorOf(parseCompletionRequest(body, limits()));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_NE(e.message.find("unrecognized request argument supplied: qqqq"), std::string::npos);
+  EXPECT_NE(e.message.find("(8388608 bytes)"), std::string::npos);
+  EXPECT_LT(e.message.size(), 200u);
+  EXPECT_LT(e.param.size(), 100u);
+  EXPECT_EQ(e.message.find("did you mean"), std::string::npos);
+  EXPECT_LT(e.body().size(), 400u);
+}
+
+// Whatever a message holds, a response echoes at most 2 KiB of it.
+TEST(RequestParser, ErrorBodiesAreBounded) {
+  ApiError e = badRequest(std::string(1000, 'p'), std::string(100000, 'm'));
+  const std::string body = e.body();
+  EXPECT_LT(body.size(), ApiError::kMaxMessageBytes + ApiError::kMaxParamBytes + 200);
+}
+
 TEST(RequestParser, ErrorsNameTheField) {
   struct Case {
     const char *body;

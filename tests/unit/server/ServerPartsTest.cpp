@@ -142,6 +142,21 @@ TEST(AccessLog, OneJsonLine) {
   EXPECT_EQ(line.find('\n'), std::string::npos);
 }
 
+// Client-chosen fields are clipped: one line of bounded size.
+TEST(AccessLog, ClipsWhatTheClientChose) {
+  AccessRecord r;
+  r.requestId = std::string(10000, 'i');
+  r.method = "POST";
+  r.path = "/v1/" + std::string(100000, 'p');
+  r.error = std::string(8u << 20, 'e');
+  r.status = 400;
+  std::string line = formatAccessRecord(r, std::chrono::system_clock::from_time_t(0));
+  EXPECT_LT(line.size(), 1400u);
+  EXPECT_NE(line.find("(100004 bytes)"), std::string::npos);
+  EXPECT_NE(line.find("(8388608 bytes)"), std::string::npos);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
 /// A loopback listener, a client connected to it, and the accepted socket.
 struct Loopback {
   int listener = -1, client = -1, accepted = -1, port = 0;

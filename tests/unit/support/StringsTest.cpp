@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+
 namespace volt {
 namespace {
 
@@ -18,6 +21,30 @@ TEST(Strings, ClosestMatchSuggestsTyposOnly) {
   EXPECT_EQ(closestMatch("taget", keys), "target");
   EXPECT_FALSE(closestMatch("completely_different", keys).has_value());
   EXPECT_FALSE(closestMatch("target", keys).has_value()) << "an exact match is not a typo";
+}
+
+// Suggestions cost nothing for absurd input: an 8 MB word is not compared.
+TEST(Strings, ClosestMatchIsCheapForHugeWords) {
+  std::vector<std::string> keys = {"max_model_len", "max_num_seqs", "target"};
+  const std::string huge(8u << 20, 'x');
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(closestMatch(huge, keys).has_value());
+  EXPECT_FALSE(closestMatch(std::string(257, 't'), keys).has_value());
+  // (a correctness check, not a timing assertion: the old code ran an 8 M x
+  // 13 edit distance per key; printed for the record only)
+  std::printf("closestMatch(8 MB): %.3f ms\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                  .count());
+  // Length alone rules a candidate out, but not a near one.
+  EXPECT_EQ(closestMatch("max_model_lenn", keys), "max_model_len");
+}
+
+TEST(Strings, ClipForMessage) {
+  EXPECT_EQ(clipForMessage("short", 10), "short");
+  EXPECT_EQ(clipForMessage("0123456789abc", 10), "0123456789… (13 bytes)");
+  // A UTF-8 character is not cut in half: "é" is 2 bytes at 9-10.
+  EXPECT_EQ(clipForMessage("012345678\xc3\xa9xyz", 10), "012345678… (14 bytes)");
+  EXPECT_EQ(clipForMessage(std::string(1 << 20, 'k'), 64).size(), 64 + std::string("… (1048576 bytes)").size());
 }
 
 TEST(Strings, FormatBytesAndCounts) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "compiler/codegen/Launches.h"
+#include "runtime/numerics/Nvfp4.h"
 
 #include <algorithm>
 #include <string>
@@ -15,8 +16,8 @@
 namespace volt::codegen {
 
 /// The E2M1 conversion leaves elements 2^-14 of their value; the epilogue
-/// puts it back together with the global scale (exact: a power of two).
-inline constexpr float kE2M1Bias = 16384.0f;
+/// puts it back together with the global scale (runtime/numerics/Nvfp4.h).
+inline constexpr float kE2M1Bias = nvfp4::kEpilogueBias;
 
 /// Token columns of a GEMV tile (templates/common/gemv.cuh).
 inline constexpr int64_t kGemvMaxTokens = 8;

@@ -315,7 +315,7 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
       epilogueOffset = alignUp(out.size());
       out.resize(epilogueOffset, 0);
       for (float g : spec.globalScales) {
-        const float v = g * kEpilogueScaleBias;
+        const float v = g * nvfp4::kEpilogueBias;
         const auto *b = reinterpret_cast<const uint8_t *>(&v);
         out.insert(out.end(), b, b + 4);
       }

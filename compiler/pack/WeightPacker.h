@@ -107,10 +107,6 @@ using Progress = std::function<void(uint64_t, uint64_t)>;
 uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset = nullptr,
                     uint64_t *epilogueOffset = nullptr);
 
-/// The factor of an NVFP4 MoE entry's epilogue scales over its global
-/// scales: 2^14, the bias of E2M1 decoded through FP16 exponent bits
-/// (compiler/codegen/LaunchContext.h kE2M1Bias).
-inline constexpr float kEpilogueScaleBias = 16384.0f;
 
 /// Writes rank `rank`'s pack to `path`.
 Result<PackResult> writePack(const model::Checkpoint &checkpoint,

@@ -156,7 +156,7 @@ SyntheticFill syntheticFill(const plan::Rank &rank, uint64_t period) {
         SyntheticFill::Write write{w->offset() + w->epilogue_offset(), {}};
         if (w->global_scales())
           for (float g : *w->global_scales()) {
-            const float v = g * kEpilogueScaleBias;
+            const float v = g * nvfp4::kEpilogueBias;
             const auto *b = reinterpret_cast<const uint8_t *>(&v);
             write.bytes.insert(write.bytes.end(), b, b + 4);
           }

@@ -77,10 +77,6 @@ struct SyntheticFill {
   }
 };
 
-/// An NVFP4 MoE entry's epilogue scales over its global scales (2^14, the
-/// E2M1 decode's bias; compiler/pack/WeightPacker.h writes the same).
-inline constexpr float kEpilogueScaleBias = 16384.0f;
-
 /// Default pattern period: 512 KiB per kind, 8 MiB of patterns in all.
 inline constexpr uint64_t kSyntheticPeriod = 512 << 10;
 

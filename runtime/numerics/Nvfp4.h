@@ -23,6 +23,11 @@ namespace volt::nvfp4 {
 inline constexpr int64_t kBlockSize = 16;
 /// Largest E2M1 magnitude.
 inline constexpr float kE2M1Max = 6.0f;
+/// The GPU kernels' E2M1 decode (through FP16 exponent bits) leaves each
+/// element 2^-14 of its value; their epilogue scale, 2^14 x the global
+/// scale, puts it back (exact: a power of two). Codegen passes it by value
+/// to dense QLinears; the packer stores it in MoE entries.
+inline constexpr float kEpilogueBias = 16384.0f;
 /// Largest finite E4M3FN magnitude.
 inline constexpr float kE4M3Max = 448.0f;
 

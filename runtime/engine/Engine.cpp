@@ -265,55 +265,107 @@ Result<StepStats> Engine::step() {
   stats.numSeqs = int32_t(sched.seqs.size());
   stats.numDecodeTokens = sched.numDecodeTokens;
   stats.numPreempted = sched.numPreempted;
+  stats.numDraftTokens = sched.numDraftTokens;
   if (sched.seqs.empty()) {
     deliver(deliveries);
     return stats;
   }
 
-  std::vector<Outcome> outcomes(sched.seqs.size());
+  // Sequence i's outcomes are outcomes[rowStart[i], rowStart[i] +
+  // emitted[i]): one per token it emits this step (several when drafts
+  // are accepted).
+  const size_t numSeqs = sched.seqs.size();
+  rowStart_.resize(numSeqs);
+  emitted_.assign(numSeqs, 0);
+  size_t rows = 0;
+  for (size_t i = 0; i < numSeqs; ++i) {
+    rowStart_[i] = rows;
+    rows += size_t(sched.seqs[i].numDrafts) + 1;
+  }
+  std::vector<Outcome> outcomes(rows);
   std::vector<size_t> sampling;
-  for (size_t i = 0; i < sched.seqs.size(); ++i)
+  for (size_t i = 0; i < numSeqs; ++i)
     if (sched.seqs[i].samples)
       sampling.push_back(i);
-  Status status = backend_.candidatesPerSeq() > 0 ? runWithCandidates(sched, sampling, outcomes)
-                                                  : runWithRows(sched, sampling, outcomes);
+  // Verify steps need every draft row's logits: candidates cover one row
+  // per sequence only.
+  Status status = backend_.candidatesPerSeq() > 0 && sched.numDraftTokens == 0
+                      ? runWithCandidates(sched, sampling, outcomes)
+                      : runWithRows(sched, sampling, outcomes);
 
   {
     std::lock_guard<std::mutex> lock(mu_);
     totals_.sampledFromCandidates += stepFromCandidates_;
     totals_.rowsFetched += stepRowsFetched_;
     stepFromCandidates_ = stepRowsFetched_ = 0;
-    if (status.ok())
-      scheduler_.finishStep(sched);
-    else
-      totals_.lastError = status.message();
-    ++totals_.numSteps;
-    for (size_t i = 0; i < sched.seqs.size(); ++i) {
-      Sequence *seq = sched.seqs[i].seq;
-      Outcome &oc = outcomes[i];
-      seq->inFlight = false;
-      RequestOutput o = makeOutput(*seq);
-      if (oc.sampled) {
-        o.token = oc.sampled->token;
-        o.logprobs = std::move(oc.sampled->logprobs);
-        ++totals_.generationTokens;
+    if (status.ok()) {
+      if (sched.numDraftTokens > 0) {
+        accepted_.assign(numSeqs, 0);
+        for (size_t i = 0; i < numSeqs; ++i) {
+          const int32_t drafts = sched.seqs[i].numDrafts;
+          if (drafts == 0)
+            continue;
+          // Every emitted token but the last was a draft the target agreed with.
+          const int32_t kept = std::max(emitted_[i] - 1, 0);
+          accepted_[i] = kept;
+          ++totals_.specDecode.numDrafts;
+          totals_.specDecode.numDraftTokens += uint64_t(drafts);
+          totals_.specDecode.numAcceptedTokens += uint64_t(kept);
+          for (int32_t j = 0; j < kept; ++j)
+            ++totals_.specDecode.acceptedPerPosition[size_t(j)];
+          stats.numAcceptedTokens += kept;
+        }
+        scheduler_.finishStep(sched, accepted_);
+      } else {
+        scheduler_.finishStep(sched);
       }
-      o.text = std::move(oc.text);
-      o.finishReason = oc.finish;
-      o.stopTokenId = oc.stopTokenId;
-      o.stopString = std::move(oc.stopString);
-      o.error = std::move(oc.error);
+    } else {
+      totals_.lastError = status.message();
+    }
+    ++totals_.numSteps;
+    for (size_t i = 0; i < numSeqs; ++i) {
+      Sequence *seq = sched.seqs[i].seq;
+      seq->inFlight = false;
       if (!status.ok()) {
+        RequestOutput o = makeOutput(*seq);
         o.finishReason = FinishReason::Abort;
         o.error = "step failed: " + status.message();
-      } else if (o.finishReason == FinishReason::None && seq->cancelRequested) {
-        o.finishReason = FinishReason::Abort;
-      }
-      if (o.finishReason != FinishReason::None) {
         ++stats.numFinished;
         finishLocked(seq, std::move(o), deliveries);
-      } else if (oc.sampled) {
-        deliveries.push_back({seq->callback, std::move(o)});
+        continue;
+      }
+      const int32_t n = emitted_[i];
+      bool finished = false;
+      for (int32_t j = 0; j < n && !finished; ++j) {
+        Outcome &oc = outcomes[rowStart_[i] + size_t(j)];
+        RequestOutput o = makeOutput(*seq);
+        // Each token is its own output, counted as of its emission.
+        o.usage.completionTokens = seq->numOutput() - (n - 1 - j);
+        if (oc.sampled) {
+          o.token = oc.sampled->token;
+          o.logprobs = std::move(oc.sampled->logprobs);
+          ++totals_.generationTokens;
+        }
+        o.text = std::move(oc.text);
+        o.finishReason = oc.finish;
+        o.stopTokenId = oc.stopTokenId;
+        o.stopString = std::move(oc.stopString);
+        o.error = std::move(oc.error);
+        if (o.finishReason == FinishReason::None && j == n - 1 && seq->cancelRequested)
+          o.finishReason = FinishReason::Abort;
+        if (o.finishReason != FinishReason::None) {
+          ++stats.numFinished;
+          finished = true;
+          finishLocked(seq, std::move(o), deliveries);
+        } else if (oc.sampled) {
+          deliveries.push_back({seq->callback, std::move(o)});
+        }
+      }
+      if (!finished && n == 0 && seq->cancelRequested) {
+        RequestOutput o = makeOutput(*seq);
+        o.finishReason = FinishReason::Abort;
+        ++stats.numFinished;
+        finishLocked(seq, std::move(o), deliveries);
       }
     }
   }
@@ -326,13 +378,28 @@ Result<StepStats> Engine::step() {
 Status Engine::runWithRows(const SchedulerOutput &sched, const std::vector<size_t> &sampling,
                            std::vector<Outcome> &outcomes) {
   const size_t vocab = size_t(config_.vocabSize);
-  logits_.resize(sched.seqs.size() * vocab);
+  logits_.resize(size_t(sched.numRows) * vocab);
   VOLT_RETURN_IF_ERROR(backend_.runStep(buffers_.view(), logits_));
   Clock::time_point now = Clock::now();
   pool_.run(sampling.size(), [&](int worker, size_t j) {
-    size_t i = sampling[j];
-    outcomes[i] = processSample(*samplers_[worker], sched.seqs[i],
-                                std::span(logits_).subspan(i * vocab, vocab), now);
+    const size_t i = sampling[j];
+    const ScheduledSeq &s = sched.seqs[i];
+    const Sequence &seq = *s.seq;
+    // Row r is the target's distribution after the last accepted token
+    // and r drafts. Each row is sampled as the next output token would be
+    // without drafts (its own draw, history and masks); the draft is kept
+    // when the sampled token equals it, which for one-hot drafts is the
+    // rejection-sampling rule (docs/design/speculative.md). The first
+    // mismatch is the correction, the token after the last draft the bonus.
+    for (int32_t r = 0; r <= s.numDrafts; ++r) {
+      const size_t row = rowStart_[i] + size_t(r);
+      Outcome &o = outcomes[row] =
+          processSample(*samplers_[worker], s, std::span(logits_).subspan(row * vocab, vocab), now);
+      ++emitted_[i];
+      if (o.finish != FinishReason::None || !o.sampled || r == s.numDrafts ||
+          o.sampled->token != seq.drafts[size_t(r)])
+        break;
+    }
   });
   return Status::success();
 }
@@ -398,7 +465,8 @@ Status Engine::runWithCandidates(const SchedulerOutput &sched, const std::vector
   stepFromCandidates_ = sampling.size() - rowSeqs.size();
   pool_.run(sampling.size(), [&](int, size_t j) {
     const size_t i = sampling[j];
-    outcomes[i] = applySample(sched.seqs[i], std::move(*decided[j]), now);
+    outcomes[rowStart_[i]] = applySample(sched.seqs[i], std::move(*decided[j]), now);
+    emitted_[i] = 1;
   });
   return Status::success();
 }

@@ -23,6 +23,7 @@
 #include "runtime/engine/WorkerPool.h"
 #include "runtime/support/Status.h"
 
+#include <array>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,25 @@ struct StepStats {
   int32_t numDecodeTokens = 0;
   int32_t numPreempted = 0;
   int32_t numFinished = 0;
+  /// Speculative decoding: draft tokens verified, and how many were kept.
+  int32_t numDraftTokens = 0;
+  int32_t numAcceptedTokens = 0;
+};
+
+/// Speculative decoding counters (vLLM's spec_decode_* metrics).
+struct SpecDecodeStats {
+  uint64_t numDrafts = 0;         ///< spec_decode_num_drafts: verify rounds
+  uint64_t numDraftTokens = 0;    ///< spec_decode_num_draft_tokens
+  uint64_t numAcceptedTokens = 0; ///< spec_decode_num_accepted_tokens
+  /// spec_decode_num_accepted_tokens_per_pos: acceptedPerPosition[j]
+  /// counts the rounds whose draft j was kept.
+  std::array<uint64_t, kMaxSpeculativeTokens> acceptedPerPosition{};
+
+  /// Tokens emitted per verify round: 1 + accepted / rounds (vLLM's mean
+  /// acceptance length); 0 before the first round.
+  double meanAcceptedLength() const {
+    return numDrafts == 0 ? 0.0 : 1.0 + double(numAcceptedTokens) / double(numDrafts);
+  }
 };
 
 /// A snapshot for metrics (vLLM's gauge and counter names in comments).
@@ -57,6 +77,7 @@ struct EngineStats {
   /// and tokens whose logits row had to be fetched.
   uint64_t sampledFromCandidates = 0;
   uint64_t rowsFetched = 0;
+  SpecDecodeStats specDecode;
   /// The last backend failure, if any.
   std::string lastError;
 };
@@ -84,9 +105,11 @@ public:
   bool cancel(RequestId id);
 
   /// Runs one step: schedules, runs the backend, samples, checks stop
-  /// conditions, delivers outputs. A backend failure aborts the requests of
-  /// the step (their final output carries the error) and is returned.
-  /// Engine thread only.
+  /// conditions, delivers outputs. With speculative decoding a sequence
+  /// may emit several tokens in a step (its accepted drafts and one more),
+  /// each as its own output, in order. A backend failure aborts the
+  /// requests of the step (their final output carries the error) and is
+  /// returned. Engine thread only.
   Result<StepStats> step();
 
   /// Steps until no request is left; returns the first step failure.
@@ -166,6 +189,10 @@ private:
   std::vector<float> logits_;
   std::vector<float> temperatures_, candidateValues_, candidateStats_;
   std::vector<int32_t> candidateIds_;
+  // Per scheduled sequence: its first row (outcome), the tokens it emitted
+  // this step, and the drafts it kept.
+  std::vector<size_t> rowStart_;
+  std::vector<int32_t> emitted_, accepted_;
   // This step's candidate-path counts, added to totals_ under the lock.
   uint64_t stepFromCandidates_ = 0, stepRowsFetched_ = 0;
 };

@@ -36,6 +36,29 @@ Status validateConfig(EngineConfig &config) {
   if (config.numStateSlots > 0 && config.enablePrefixCaching)
     return Error("enable_prefix_caching: the model has layers with recurrent state, whose "
                  "prefixes cannot be reused; turn prefix caching off");
+  VOLT_RETURN_IF_ERROR(atLeast("num_speculative_tokens", config.numSpeculativeTokens, 0));
+  if (config.numSpeculativeTokens > kMaxSpeculativeTokens)
+    return Error("num_speculative_tokens: expected at most " +
+                 std::to_string(kMaxSpeculativeTokens) + ", found " +
+                 std::to_string(config.numSpeculativeTokens));
+  if (config.numSpeculativeTokens > 0) {
+    VOLT_RETURN_IF_ERROR(atLeast("prompt_lookup_min", config.promptLookupMin, 1));
+    if (config.promptLookupMax < config.promptLookupMin)
+      return Error("prompt_lookup_max: expected at least prompt_lookup_min (" +
+                   std::to_string(config.promptLookupMin) + "), found " +
+                   std::to_string(config.promptLookupMax));
+    if (config.numStateSlots > 0)
+      return Error("num_speculative_tokens: the model has layers with recurrent state, and a "
+                   "rejected draft's update to it cannot be undone yet; turn speculative "
+                   "decoding off");
+  }
+  VOLT_RETURN_IF_ERROR(atLeast("max_logits_rows", config.maxLogitsRows, 0));
+  if (config.maxLogitsRows == 0)
+    config.maxLogitsRows = config.maxNumSeqs * (1 + config.numSpeculativeTokens);
+  if (config.maxLogitsRows < config.maxNumSeqs)
+    return Error("max_logits_rows: expected at least max_num_seqs (" +
+                 std::to_string(config.maxNumSeqs) + "), found " +
+                 std::to_string(config.maxLogitsRows));
   int64_t needed = (int64_t(config.maxModelLen) + config.blockSize - 1) / int64_t(config.blockSize);
   if (config.maxBlocksPerSeq == 0)
     config.maxBlocksPerSeq = static_cast<int32_t>(needed);

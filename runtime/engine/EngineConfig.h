@@ -16,6 +16,9 @@
 
 namespace volt::engine {
 
+/// Most draft tokens a sequence proposes per step (vLLM's range for MTP).
+inline constexpr int32_t kMaxSpeculativeTokens = 7;
+
 /// The engine's limits and defaults. `validate` checks them together.
 struct EngineConfig {
   /// Rows of the logits the backend writes per sequence.
@@ -42,6 +45,23 @@ struct EngineConfig {
   /// off, since a cached KV prefix does not bring the recurrent state at
   /// its end.
   int32_t numStateSlots = 0;
+  /// Speculative decoding (vLLM's `speculative_config`): each decoding
+  /// sequence proposes up to `numSpeculativeTokens` draft tokens, one step
+  /// verifies them with its last token, and the longest prefix the target's
+  /// own sampling agrees with is kept, plus one more token (docs/design/
+  /// speculative.md). 0: off. The draft source is n-gram prompt lookup
+  /// (`method: ngram`): the tokens that followed the most recent earlier
+  /// occurrence of the sequence's longest suffix of promptLookupMin..
+  /// promptLookupMax tokens. Not for plans with recurrent state (a rejected
+  /// draft's update could not be undone).
+  int32_t numSpeculativeTokens = 0;
+  int32_t promptLookupMin = 5;
+  int32_t promptLookupMax = 5;
+  /// Most logits rows (StepBatch::numRows) the backend serves in one step;
+  /// 0 means maxNumSeqs * (1 + numSpeculativeTokens), room for every
+  /// sequence's drafts. The engine never asks for more (drafts are cut to
+  /// fit); at maxNumSeqs no sequence drafts.
+  int32_t maxLogitsRows = 0;
   /// Tokens that end generation unless a request sets `ignore_eos`.
   std::vector<int32_t> eosTokenIds;
   /// Largest `logprobs` (top-N alternatives) a request may ask for.

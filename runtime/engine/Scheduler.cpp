@@ -1,6 +1,8 @@
 //===- Scheduler.cpp - continuous batching over a token budget ------------===//
 #include "runtime/engine/Scheduler.h"
 
+#include "runtime/engine/NgramProposer.h"
+
 #include <algorithm>
 #include <cassert>
 
@@ -79,6 +81,7 @@ void Scheduler::preempt(Sequence *seq) {
   seq->blocks.clear();
   seq->numCachedBlocks = 0;
   seq->numComputed = 0;
+  seq->drafts.clear();
   seq->running = false;
   // Its state is recomputed with its tokens.
   releaseStateSlot(seq);
@@ -87,24 +90,57 @@ void Scheduler::preempt(Sequence *seq) {
   waiting_.push_front(seq);
 }
 
+int32_t Scheduler::proposeDrafts(Sequence *seq, int32_t limit) {
+  // Every accepted draft is an output token: never draft past max_tokens
+  // or max_model_len (the step adds up to drafts + 1 tokens).
+  limit = std::min({limit, config_.numSpeculativeTokens, seq->maxTokens - seq->numOutput() - 1,
+                    config_.maxModelLen - int32_t(seq->tokens.size()) - 1});
+  seq->drafts.clear();
+  if (limit <= 0)
+    return 0;
+  seq->drafts.resize(size_t(limit));
+  int32_t n = proposeNgram(seq->tokens, config_.promptLookupMin, config_.promptLookupMax,
+                           seq->drafts);
+  seq->drafts.resize(size_t(n));
+  return n;
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int32_t budget = config_.maxNumBatchedTokens;
-  auto add = [&](Sequence *seq, int32_t n) {
-    bool samples = seq->numComputed + n == int32_t(seq->tokens.size());
-    out.seqs.push_back({seq, n, samples});
+  // Rows beyond one per sequence, for drafts.
+  int32_t spareRows = config_.maxLogitsRows - config_.maxNumSeqs;
+  auto add = [&](Sequence *seq, int32_t n, int32_t drafts) {
+    bool samples = seq->numComputed + n - drafts == int32_t(seq->tokens.size());
+    out.seqs.push_back({seq, n, samples, drafts});
     out.numTokens += n;
-    if (n == 1 && samples && seq->numComputed >= seq->promptLen)
+    out.numRows += 1 + drafts;
+    out.numDraftTokens += drafts;
+    spareRows -= drafts;
+    if (n - drafts == 1 && samples && seq->numComputed >= seq->promptLen)
       ++out.numDecodeTokens;
     budget -= n;
   };
 
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence *seq = running_[i];
-    int32_t n = std::min<int32_t>(int32_t(seq->tokens.size()) - seq->numComputed, budget);
+    const int32_t remaining = int32_t(seq->tokens.size()) - seq->numComputed;
+    int32_t n = std::min<int32_t>(remaining, budget);
     assert(n > 0 && "a running sequence always has a token to compute");
+    // A decoding sequence may verify drafts with its token, if their
+    // blocks are free: drafts never preempt anyone.
+    int32_t drafts = 0;
+    if (config_.numSpeculativeTokens > 0 && remaining == 1 && seq->numOutput() > 0) {
+      drafts = proposeDrafts(seq, std::min(budget - 1, spareRows));
+      if (drafts > 0 && !allocateSlots(seq, 1 + drafts, {}))
+        drafts = 0;
+      if (drafts == 0)
+        seq->drafts.clear();
+      else
+        n = 1 + drafts;
+    }
     bool scheduled = true;
-    while (!allocateSlots(seq, n, {})) {
+    while (drafts == 0 && !allocateSlots(seq, n, {})) {
       // Out of blocks: the newest running sequence gives its blocks back.
       // Sequences before index i are already in this step and are never
       // the newest, since the victims are taken from the back.
@@ -119,7 +155,7 @@ SchedulerOutput Scheduler::schedule() {
     }
     if (!scheduled)
       break;
-    add(seq, n);
+    add(seq, n, drafts);
     ++i;
   }
 
@@ -155,7 +191,7 @@ SchedulerOutput Scheduler::schedule() {
       counters_.prefixCacheHits += seq->cachedPromptTokens;
     }
     running_.push_back(seq);
-    add(seq, n);
+    add(seq, n, 0);
   }
   return out;
 }
@@ -170,21 +206,25 @@ void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
   buf.slotMapping.resize(out.numTokens);
   buf.seqStarts.resize(numSeqs + 1);
   buf.contextLens.resize(numSeqs);
-  buf.logitsRows.resize(numSeqs);
+  buf.logitsRows.resize(size_t(out.numRows));
   buf.stateSlots.resize(config_.numStateSlots > 0 ? numSeqs : 0);
   buf.blockTables.assign(numSeqs * width, 0);
-  int32_t t = 0;
+  int32_t t = 0, row = 0;
   for (size_t s = 0; s < numSeqs; ++s) {
     const Sequence &seq = *out.seqs[s].seq;
+    const int32_t known = int32_t(seq.tokens.size());
     buf.seqStarts[s] = t;
     for (int32_t j = 0; j < out.seqs[s].numNewTokens; ++j, ++t) {
       int32_t pos = seq.numComputed + j;
-      buf.tokens[t] = seq.tokens[pos];
+      buf.tokens[t] = pos < known ? seq.tokens[pos] : seq.drafts[size_t(pos - known)];
       buf.positions[t] = pos;
       buf.slotMapping[t] = seq.blocks[pos / bs] * bs + pos % bs;
     }
     buf.contextLens[s] = seq.numComputed + out.seqs[s].numNewTokens;
-    buf.logitsRows[s] = t - 1;
+    // The last token's row, and before it one row per draft: row j gives
+    // the target's distribution for the token after position known-1+j.
+    for (int32_t j = out.seqs[s].numDrafts; j >= 0; --j)
+      buf.logitsRows[size_t(row++)] = t - 1 - j;
     if (!buf.stateSlots.empty())
       buf.stateSlots[s] = seq.stateSlot;
     std::copy(seq.blocks.begin(), seq.blocks.end(), buf.blockTables.begin() + s * width);
@@ -192,11 +232,26 @@ void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
   buf.seqStarts[numSeqs] = t;
 }
 
-void Scheduler::finishStep(const SchedulerOutput &out) {
+void Scheduler::finishStep(const SchedulerOutput &out, std::span<const int32_t> accepted) {
   const int32_t bs = config_.blockSize;
-  for (const ScheduledSeq &s : out.seqs) {
+  for (size_t i = 0; i < out.seqs.size(); ++i) {
+    const ScheduledSeq &s = out.seqs[i];
     Sequence *seq = s.seq;
-    seq->numComputed += s.numNewTokens;
+    if (s.numDrafts == 0) {
+      seq->numComputed += s.numNewTokens;
+    } else {
+      // The KV of the last token and the kept drafts stays; the positions
+      // of rejected drafts are rewritten by later steps, and blocks that
+      // hold nothing else go back to the pool (last first).
+      const int32_t kept = accepted.empty() ? 0 : std::clamp(accepted[i], 0, s.numDrafts);
+      seq->numComputed += s.numNewTokens - s.numDrafts + kept;
+      const size_t blocksKept = size_t((seq->numComputed + bs - 1) / bs);
+      if (seq->blocks.size() > blocksKept) {
+        blocks_.release(std::span(seq->blocks).subspan(blocksKept));
+        seq->blocks.resize(blocksKept);
+      }
+      seq->drafts.clear();
+    }
     if (!blocks_.prefixCachingEnabled())
       continue;
     // Blocks are registered only once their KV is written, so that a hit

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 namespace volt::engine {
@@ -37,6 +38,9 @@ struct ScheduledSeq {
   int32_t numNewTokens = 0;
   /// The step computes the sequence's last token: its logits are sampled.
   bool samples = false;
+  /// Of numNewTokens, the draft tokens (seq->drafts) after its last token:
+  /// the step has numDrafts + 1 logits rows for the sequence.
+  int32_t numDrafts = 0;
 };
 
 struct SchedulerOutput {
@@ -46,6 +50,9 @@ struct SchedulerOutput {
   /// recompute tokens.
   int32_t numDecodeTokens = 0;
   int32_t numPreempted = 0;
+  /// Logits rows: one per sequence plus one per draft token.
+  int32_t numRows = 0;
+  int32_t numDraftTokens = 0;
 };
 
 /// The step input arrays, owned so they are reused across steps.
@@ -79,8 +86,11 @@ public:
   /// Fills the step inputs of `out`.
   void buildBatch(const SchedulerOutput &out, StepBuffers &buffers) const;
   /// Records that `out` ran: advances each sequence's computed tokens and
-  /// registers its newly full blocks in the prefix cache.
-  void finishStep(const SchedulerOutput &out);
+  /// registers its newly full blocks in the prefix cache. `accepted[i]`
+  /// (when given) is how many of out.seqs[i]'s drafts were kept: the KV of
+  /// the rest is discarded and blocks that hold only rejected positions go
+  /// back to the pool.
+  void finishStep(const SchedulerOutput &out, std::span<const int32_t> accepted = {});
 
   size_t numWaiting() const { return waiting_.size(); }
   size_t numRunning() const { return running_.size(); }
@@ -94,6 +104,8 @@ private:
   /// Gives `seq`'s state slot back (when it holds one).
   void releaseStateSlot(Sequence *seq);
   void computeHashes(Sequence *seq, int32_t numFullBlocks);
+  /// Drafts `seq` (decoding) may propose this step, at most `limit`.
+  int32_t proposeDrafts(Sequence *seq, int32_t limit);
 
   EngineConfig config_;
   BlockManager blocks_;

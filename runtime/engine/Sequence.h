@@ -46,6 +46,11 @@ struct Sequence {
   /// recurrent state).
   int32_t stateSlot = -1;
 
+  /// Draft tokens of the step being scheduled or executed (speculative
+  /// decoding): they follow `tokens` at the next positions and are not
+  /// part of the sequence until the target's sampling accepts them.
+  std::vector<int32_t> drafts;
+
   bool running = false;
   /// In the step being executed: only the engine thread touches it.
   bool inFlight = false;

@@ -16,10 +16,13 @@
 
 namespace volt::engine {
 
-/// One step's inputs. T = numTokens, S = numSeqs. Sequence s owns tokens
-/// [seqStarts[s], seqStarts[s + 1]) of the step, which sit at consecutive
-/// positions ending at contextLens[s] - 1; the tokens before them in the
-/// sequence are already in the KV cache.
+/// One step's inputs. T = numTokens, S = numSeqs, R = logitsRows.size()
+/// (numRows()). Sequence s owns tokens [seqStarts[s], seqStarts[s + 1]) of
+/// the step, which sit at consecutive positions ending at contextLens[s] -
+/// 1; the tokens before them in the sequence are already in the KV cache.
+/// Usually R = S, one row per sequence (its last token); a speculative
+/// verify step asks for the logits of several rows of a sequence (its last
+/// accepted token and each draft token), so R may exceed S.
 struct StepBatch {
   int32_t numTokens = 0;
   int32_t numSeqs = 0;
@@ -41,13 +44,16 @@ struct StepBatch {
   /// past ceil(contextLens[s] / block_size) are 0 and never read
   /// (StepInput.BlockTables).
   std::span<const int32_t> blockTables;
-  /// i32[S]: the token row whose logits each sequence needs, its last token
-  /// of the step (StepInput.LogitsRows).
+  /// i32[R]: the token rows whose logits are wanted, ascending: each
+  /// sequence's last token of the step, and in a speculative verify step
+  /// also the tokens before it that carry drafts (StepInput.LogitsRows).
   std::span<const int32_t> logitsRows;
   /// i32[S]: each sequence's state slot for the plan's recurrent layers, or
   /// -1 for none (StepInput.StateSlots); may be empty for a plan without
   /// recurrent state.
   std::span<const int32_t> stateSlots;
+
+  int32_t numRows() const { return int32_t(logitsRows.size()); }
 };
 
 /// A step's sampling candidates (templates/top_candidates.cu; the
@@ -79,7 +85,8 @@ public:
   /// (out.k = candidatesPerSeq(); spans of S * k, S * k and S * 3) instead
   /// of its row; temperatures[s] is sequence s's temperature (<= 0:
   /// greedy). The rows stay with the backend until the next step, for
-  /// fetchRows.
+  /// fetchRows. Only for steps of one row per sequence (R = S): the engine
+  /// runs speculative verify steps through runStep.
   virtual Status runStepCandidates(const StepBatch &batch, std::span<const float> temperatures,
                                    StepCandidates &out) {
     return Error("this backend has no sampling candidates");
@@ -93,9 +100,9 @@ public:
   }
 
   /// Runs one step: writes the key and value of every token of `batch` to
-  /// its slot, then computes for each sequence s the next-token logits at
-  /// token row logitsRows[s] into logits[s * vocab, (s + 1) * vocab) (f32,
-  /// StepOutput.Logits). `logits` holds exactly S * vocab floats.
+  /// its slot, then computes for each row r the next-token logits at token
+  /// row logitsRows[r] into logits[r * vocab, (r + 1) * vocab) (f32,
+  /// StepOutput.Logits). `logits` holds exactly R * vocab floats.
   ///
   /// Blocks named in a block table and not written this step hold keys and
   /// values written by earlier steps (possibly of another sequence, when a

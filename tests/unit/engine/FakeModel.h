@@ -41,8 +41,13 @@ inline uint64_t fakeMix(uint64_t x) {
   return x;
 }
 
-/// The fake model's logits for a context (all tokens so far).
-inline void fakeLogits(std::span<const int32_t> context, std::span<float> out) {
+/// The fake model's logits for a context (all tokens so far). With
+/// window > 0 only the last `window` tokens count (a Markov model, whose
+/// greedy outputs repeat, so n-gram drafts get accepted).
+inline void fakeLogits(std::span<const int32_t> context, std::span<float> out,
+                       int32_t window = 0) {
+  if (window > 0 && context.size() > size_t(window))
+    context = context.subspan(context.size() - size_t(window));
   uint64_t h = 0x1234567;
   for (int32_t t : context)
     h = fakeMix(h ^ (uint64_t(uint32_t(t)) + 0x9e3779b97f4a7c15ULL));
@@ -58,6 +63,7 @@ struct StepRecord {
   int32_t numSeqs = 0;
   std::vector<int32_t> seqLengths; // new tokens per sequence, in batch order
   std::vector<int32_t> contextLens;
+  int32_t numRows = 0;
 };
 
 class FakeModel : public StepBackend {
@@ -67,6 +73,8 @@ public:
 
   /// Called first in every step; a failure is returned as the step's.
   std::function<Status(const StepBatch &)> beforeStep;
+  /// fakeLogits' window: 0 for the whole context.
+  int32_t window = 0;
   std::vector<StepRecord> steps;
 
   /// With candidateK > 0 the model also serves the candidate path: each
@@ -126,11 +134,12 @@ public:
     if (beforeStep)
       VOLT_RETURN_IF_ERROR(beforeStep(b));
     VOLT_RETURN_IF_ERROR(checkShapes(b, logits));
-    StepRecord rec{b.numTokens, b.numSeqs, {}, {}};
+    StepRecord rec{b.numTokens, b.numSeqs, {}, {}, b.numRows()};
     for (int32_t t = 0; t < b.numTokens; ++t)
       kv_[b.slotMapping[t]] = {b.tokens[t], b.positions[t]};
     std::vector<int32_t> context;
     VOLT_RETURN_IF_ERROR(checkSlots(b));
+    int32_t row = 0;
     for (int32_t s = 0; s < b.numSeqs; ++s) {
       rec.seqLengths.push_back(b.seqStarts[s + 1] - b.seqStarts[s]);
       rec.contextLens.push_back(b.contextLens[s]);
@@ -169,7 +178,12 @@ public:
           return Error("fake model: sequence " + std::to_string(s) + "'s state in slot " +
                        std::to_string(b.stateSlots[s]) + " is not its own history's");
       }
-      fakeLogits(context, logits.subspan(size_t(s) * vocab_, vocab_));
+      // Every row of the sequence: the context up to the row's position.
+      for (; row < b.numRows() && b.logitsRows[size_t(row)] < b.seqStarts[s + 1]; ++row) {
+        const size_t len = size_t(b.positions[size_t(b.logitsRows[size_t(row)])]) + 1;
+        fakeLogits(std::span(context).first(len), logits.subspan(size_t(row) * vocab_, vocab_),
+                   window);
+      }
     }
     steps.push_back(std::move(rec));
     return Status::success();
@@ -217,18 +231,24 @@ private:
     if (int32_t(b.tokens.size()) != b.numTokens || int32_t(b.positions.size()) != b.numTokens ||
         int32_t(b.slotMapping.size()) != b.numTokens ||
         int32_t(b.seqStarts.size()) != b.numSeqs + 1 ||
-        int32_t(b.contextLens.size()) != b.numSeqs || int32_t(b.logitsRows.size()) != b.numSeqs ||
+        int32_t(b.contextLens.size()) != b.numSeqs || b.numRows() < b.numSeqs ||
         b.blockTables.size() != size_t(b.numSeqs) * b.maxBlocksPerSeq ||
-        logits.size() != size_t(b.numSeqs) * vocab_)
-      return fail("array sizes disagree with T and S");
+        logits.size() != size_t(b.numRows()) * vocab_)
+      return fail("array sizes disagree with T, S and R");
+    for (int32_t r = 0; r < b.numRows(); ++r)
+      if (b.logitsRows[size_t(r)] < 0 || b.logitsRows[size_t(r)] >= b.numTokens ||
+          (r > 0 && b.logitsRows[size_t(r)] <= b.logitsRows[size_t(r - 1)]))
+        return fail("logits rows are not ascending token rows");
     if (b.seqStarts[0] != 0 || b.seqStarts[b.numSeqs] != b.numTokens)
       return fail("seq_starts must run from 0 to T");
     for (int32_t s = 0; s < b.numSeqs; ++s) {
       int32_t begin = b.seqStarts[s], end = b.seqStarts[s + 1];
       if (end <= begin)
         return fail("a sequence with no tokens");
-      if (b.logitsRows[s] != end - 1)
-        return fail("logits row is not the sequence's last token");
+      // The sequence's rows end with its last token.
+      auto last = std::lower_bound(b.logitsRows.begin(), b.logitsRows.end(), end);
+      if (last == b.logitsRows.begin() || *(last - 1) != end - 1)
+        return fail("the sequence's last token has no logits row");
       if (b.positions[end - 1] != b.contextLens[s] - 1)
         return fail("context length disagrees with the last position");
       for (int32_t t = begin; t < end; ++t) {
@@ -254,7 +274,7 @@ private:
 /// token lists, sampling as the engine does (draw i of `seed` for output i).
 inline std::vector<int32_t> referenceTokens(std::span<const int32_t> prompt, int32_t count,
                                             const SamplingParams &params, uint64_t seed,
-                                            int32_t vocab) {
+                                            int32_t vocab, int32_t window = 0) {
   Sampler sampler(vocab);
   TokenHistory history;
   history.setPrompt(prompt);
@@ -262,7 +282,7 @@ inline std::vector<int32_t> referenceTokens(std::span<const int32_t> prompt, int
   std::vector<float> logits(vocab);
   std::vector<int32_t> out;
   for (int32_t i = 0; i < count; ++i) {
-    fakeLogits(tokens, logits);
+    fakeLogits(tokens, logits, window);
     auto r = sampler.sample(logits, params, history, {}, uniformDraw(seed, i));
     if (!r.ok())
       return out;

@@ -1,0 +1,311 @@
+//===- SpeculativeTest.cpp - n-gram drafts, verify steps and acceptance on
+// the fake model: speculative outputs are the non-speculative ones -------===//
+#include "runtime/engine/NgramProposer.h"
+#include "tests/unit/engine/EngineHarness.h"
+#include "tests/unit/engine/PieceDetokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace volt::engine {
+namespace {
+
+using testing::Harness;
+using testing::PieceDetokenizer;
+using testing::randomPrompt;
+using testing::referenceTokens;
+using testing::smallConfig;
+
+std::vector<int32_t> propose(std::vector<int32_t> tokens, int32_t minN, int32_t maxN, size_t k) {
+  std::vector<int32_t> out(k, -1);
+  out.resize(size_t(proposeNgram(tokens, minN, maxN, out)));
+  return out;
+}
+
+TEST(NgramProposer, DraftsFollowTheMostRecentLongestMatch) {
+  // Suffix [1 2 3] recurs at the start; [2 3] recurs later too, but the
+  // longer match wins.
+  EXPECT_EQ(propose({1, 2, 3, 7, 8, 2, 3, 9, 1, 2, 3}, 1, 3, 3), (std::vector<int32_t>{7, 8, 2}));
+  // With maxN 2 the most recent [2 3] wins.
+  EXPECT_EQ(propose({1, 2, 3, 7, 8, 2, 3, 9, 1, 2, 3}, 1, 2, 3), (std::vector<int32_t>{9, 1, 2}));
+  // Of two occurrences of the same length, the most recent.
+  EXPECT_EQ(propose({5, 6, 1, 5, 6, 2, 5, 6}, 2, 2, 1), (std::vector<int32_t>{2}));
+}
+
+TEST(NgramProposer, NoDraftsBelowTheMinimumOrAtTheEnd) {
+  EXPECT_TRUE(propose({1, 2, 3, 4, 9, 3, 4}, 3, 5, 4).empty()); // only [3 4] recurs
+  EXPECT_EQ(propose({1, 2, 3, 4, 9, 3, 4}, 2, 5, 4), (std::vector<int32_t>{9, 3, 4}));
+  EXPECT_TRUE(propose({4, 4}, 2, 2, 4).empty()); // too short to hold a match and a draft
+  // The drafts stop where the sequence ends.
+  EXPECT_EQ(propose({4, 4, 4}, 2, 2, 5), (std::vector<int32_t>{4}));
+  EXPECT_TRUE(propose({1, 2, 3}, 1, 1, 4).empty());
+  EXPECT_TRUE(propose({1, 2, 1}, 1, 1, 0).empty());
+  EXPECT_EQ(propose({1, 2, 1}, 1, 1, 4), (std::vector<int32_t>{2, 1}));
+}
+
+SamplingParams greedy(int32_t maxTokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.maxTokens = maxTokens;
+  p.ignoreEos = true;
+  return p;
+}
+
+SamplingParams seeded(int32_t maxTokens, uint64_t seed) {
+  SamplingParams p;
+  p.temperature = 0.7f;
+  p.topK = 8;
+  p.seed = seed;
+  p.maxTokens = maxTokens;
+  p.ignoreEos = true;
+  p.repetitionPenalty = 1.05f;
+  return p;
+}
+
+EngineConfig specConfig(int32_t k) {
+  EngineConfig c = smallConfig();
+  c.numSpeculativeTokens = k;
+  c.promptLookupMin = 1;
+  c.promptLookupMax = 3;
+  return c;
+}
+
+// A Markov model (logits from the last token) repeats itself, so prompt
+// lookup finds drafts the target agrees with.
+constexpr int32_t kWindow = 1;
+
+struct Submitted {
+  std::vector<RequestId> ids;
+  std::vector<std::vector<int32_t>> want;
+};
+
+// Submits `n` random requests (greedy or seeded) and records what the
+// reference generator says each must produce.
+Submitted submitMany(Harness &h, int n, uint32_t seed, bool sampled, int32_t maxPrompt = 20,
+               int32_t maxOut = 40) {
+  h.model->window = kWindow;
+  std::mt19937 rng(seed);
+  Submitted r;
+  const int32_t vocab = h.engine->config().vocabSize;
+  for (int i = 0; i < n; ++i) {
+    auto prompt = randomPrompt(rng, 1 + int32_t(rng() % uint32_t(maxPrompt)), vocab);
+    const int32_t out = 1 + int32_t(rng() % uint32_t(maxOut));
+    SamplingParams p = sampled ? seeded(out, 500 + i) : greedy(out);
+    r.want.push_back(referenceTokens(prompt, out, p, *p.seed, vocab, kWindow));
+    r.ids.push_back(h.submit(prompt, p));
+  }
+  return r;
+}
+
+void expectOutputs(Harness &h, const Submitted &r) {
+  for (size_t i = 0; i < r.ids.size(); ++i) {
+    const testing::Collected &c = h.results[r.ids[i]];
+    EXPECT_TRUE(c.finished);
+    EXPECT_EQ(c.tokens, r.want[i]) << "request " << i;
+    EXPECT_EQ(c.last.finishReason, FinishReason::Length);
+    // One output per token, counted as of its emission.
+    for (size_t j = 0; j < c.outputs.size(); ++j)
+      EXPECT_EQ(c.outputs[j].usage.completionTokens, int32_t(j) + 1);
+  }
+}
+
+TEST(Speculative, GreedyAndSeededOutputsAreTheNonSpeculativeOnes) {
+  for (int32_t k : {1, 3, 7}) {
+    for (bool sampled : {false, true}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + (sampled ? " seeded" : " greedy"));
+      Harness h(specConfig(k));
+      Submitted r = submitMany(h, 12, uint32_t(40 + k), sampled);
+      h.runToIdle();
+      expectOutputs(h, r);
+      const SpecDecodeStats st = h.engine->stats().specDecode;
+      EXPECT_GT(st.numDrafts, 0u);
+      EXPECT_LE(st.numAcceptedTokens, st.numDraftTokens);
+      EXPECT_LE(st.numDraftTokens, st.numDrafts * uint64_t(k));
+      uint64_t perPos = 0;
+      for (int32_t j = 0; j < kMaxSpeculativeTokens; ++j) {
+        perPos += st.acceptedPerPosition[size_t(j)];
+        if (j >= k)
+          EXPECT_EQ(st.acceptedPerPosition[size_t(j)], 0u);
+        if (j > 0) // a draft is kept only after the ones before it
+          EXPECT_LE(st.acceptedPerPosition[size_t(j)], st.acceptedPerPosition[size_t(j - 1)]);
+      }
+      EXPECT_EQ(perPos, st.numAcceptedTokens);
+      // Greedy on a model that repeats itself: most drafts are kept, and
+      // fewer steps than tokens are needed.
+      if (!sampled) {
+        EXPECT_GT(st.meanAcceptedLength(), 1.5);
+      }
+      EXPECT_GT(st.numAcceptedTokens, 0u);
+    }
+  }
+}
+
+TEST(Speculative, VerifyStepsCarryDraftRows) {
+  Harness h(specConfig(4));
+  h.model->window = kWindow;
+  const std::vector<int32_t> prompt = {3, 9, 3, 9};
+  auto want = referenceTokens(prompt, 30, greedy(30), 0, 64, kWindow);
+  RequestId id = h.submit(prompt, greedy(30));
+  h.runToIdle();
+  EXPECT_EQ(h.results[id].tokens, want);
+  // Fewer steps than tokens, and some steps with more rows than sequences.
+  EXPECT_LT(h.model->steps.size(), 30u);
+  bool verified = false;
+  for (const auto &s : h.model->steps) {
+    EXPECT_LE(s.numRows, s.numSeqs * 5);
+    verified |= s.numRows > s.numSeqs;
+  }
+  EXPECT_TRUE(verified);
+}
+
+TEST(Speculative, DraftsFitTheTokenBudgetRowsAndBlocks) {
+  // A tight token budget, few spare rows and few blocks: drafts are cut to
+  // fit, never preempt, and outputs stay exact.
+  EngineConfig cfg = specConfig(7);
+  cfg.maxNumBatchedTokens = 12;
+  cfg.maxNumSeqs = 6;
+  cfg.maxLogitsRows = 9;
+  cfg.numKvBlocks = 40;
+  Harness h(cfg);
+  Submitted r = submitMany(h, 16, 7, false, 30, 40);
+  h.runToIdle();
+  expectOutputs(h, r);
+  for (const auto &s : h.model->steps) {
+    EXPECT_LE(s.numTokens, cfg.maxNumBatchedTokens);
+    EXPECT_LE(s.numRows, cfg.maxLogitsRows);
+    EXPECT_LE(s.numSeqs, cfg.maxNumSeqs);
+  }
+  EXPECT_GT(h.engine->stats().specDecode.numAcceptedTokens, 0u);
+}
+
+TEST(Speculative, PreemptionAndPrefixCachingKeepOutputsExact) {
+  for (bool sampled : {false, true}) {
+    EngineConfig cfg = specConfig(5);
+    cfg.numKvBlocks = 30; // forces preemption
+    cfg.enablePrefixCaching = true;
+    Harness h(cfg);
+    Submitted r = submitMany(h, 10, sampled ? 91 : 90, sampled, 24, 48);
+    h.runToIdle();
+    expectOutputs(h, r);
+    EXPECT_GT(h.engine->stats().numPreemptions, 0u);
+  }
+}
+
+TEST(Speculative, StopTokensAndStringsInsideAnAcceptedRun) {
+  EngineConfig cfg = specConfig(7);
+  Harness h(cfg);
+  // An order-2 Markov model: longer cycles than order 1.
+  constexpr int32_t window = 2;
+  h.model->window = window;
+  // A prompt that already holds the model's cycle: drafts from the first
+  // decode step on, so the stops below fall inside accepted runs.
+  // The start is picked so that the first 6 outputs differ.
+  std::vector<int32_t> prompt, ref;
+  bool found = false;
+  for (int32_t start = 0; start < cfg.vocabSize * cfg.vocabSize && !found; ++start) {
+    prompt = {start / cfg.vocabSize, start % cfg.vocabSize};
+    auto warm = referenceTokens(prompt, 80, greedy(80), 0, cfg.vocabSize, window);
+    prompt.insert(prompt.end(), warm.begin(), warm.end());
+    ref = referenceTokens(prompt, 40, greedy(40), 0, cfg.vocabSize, window);
+    std::vector<int32_t> head(ref.begin(), ref.begin() + 6);
+    std::sort(head.begin(), head.end());
+    found = std::unique(head.begin(), head.end()) == head.end();
+  }
+  ASSERT_TRUE(found);
+  const int32_t stop = ref[5];
+  const size_t at = 5;
+  SamplingParams p = greedy(40);
+  p.stopTokenIds = {stop};
+  RequestId byId = h.submit(prompt, p);
+  // A stop string: token t's text is "<t>".
+  std::vector<std::string> pieces;
+  for (int32_t t = 0; t < cfg.vocabSize; ++t)
+    pieces.push_back("<" + std::to_string(t) + ">");
+  SamplingParams q = greedy(40);
+  q.stop = {"<" + std::to_string(ref[3]) + ">"};
+  const size_t strAt = 3;
+  RequestId byStr = h.submit(prompt, q, std::make_unique<PieceDetokenizer>(pieces));
+  // max_tokens ends a run too.
+  RequestId byLen = h.submit(prompt, greedy(4));
+  h.runToIdle();
+
+  const auto &a = h.results[byId];
+  EXPECT_EQ(a.tokens, std::vector<int32_t>(ref.begin(), ref.begin() + ptrdiff_t(at) + 1));
+  EXPECT_EQ(a.last.finishReason, FinishReason::Stop);
+  EXPECT_EQ(a.last.stopTokenId, stop);
+  const auto &b = h.results[byStr];
+  EXPECT_EQ(b.tokens, std::vector<int32_t>(ref.begin(), ref.begin() + ptrdiff_t(strAt) + 1));
+  EXPECT_EQ(b.last.finishReason, FinishReason::Stop);
+  std::string text;
+  for (size_t i = 0; i < strAt; ++i)
+    text += pieces[size_t(ref[i])];
+  EXPECT_EQ(b.text, text);
+  const auto &c = h.results[byLen];
+  EXPECT_EQ(c.tokens, std::vector<int32_t>(ref.begin(), ref.begin() + 4));
+  EXPECT_EQ(c.last.finishReason, FinishReason::Length);
+  EXPECT_GT(h.engine->stats().specDecode.numAcceptedTokens, 0u);
+}
+
+TEST(Speculative, CandidateBackendsVerifyThroughRows) {
+  // A backend with sampling candidates: decode steps without drafts use
+  // them, verify steps the rows, and outputs are the same either way.
+  for (bool sampled : {false, true}) {
+    Harness h(specConfig(3));
+    h.model->candidateK = 8;
+    Submitted r = submitMany(h, 8, sampled ? 13 : 12, sampled);
+    h.runToIdle();
+    expectOutputs(h, r);
+    EXPECT_GT(h.engine->stats().specDecode.numDrafts, 0u);
+    // Greedy rows are decided by the candidates; the seeded requests'
+    // repetition penalty edits logits, so their rows are fetched.
+    EXPECT_GT(sampled ? h.engine->stats().rowsFetched : h.engine->stats().sampledFromCandidates,
+              0u);
+  }
+}
+
+TEST(Speculative, AFailedVerifyStepAbortsItsSequences) {
+  Harness h(specConfig(3));
+  h.model->window = kWindow;
+  h.model->beforeStep = [](const StepBatch &b) -> Status {
+    return b.numRows() > b.numSeqs ? Error("device lost") : Status::success();
+  };
+  RequestId id = h.submit({2, 8, 2, 8, 2}, greedy(30));
+  EXPECT_FALSE(h.engine->runUntilIdle().ok());
+  h.expectIdleAndClean();
+  const auto &c = h.results[id];
+  EXPECT_TRUE(c.finished);
+  EXPECT_EQ(c.last.finishReason, FinishReason::Abort);
+  EXPECT_NE(c.last.error.find("device lost"), std::string::npos);
+}
+
+TEST(Speculative, ConfigErrorsNameTheKey) {
+  auto fails = [](EngineConfig c, const std::string &key) {
+    Status s = validateConfig(c);
+    ASSERT_FALSE(s.ok()) << key;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
+  };
+  EngineConfig c = specConfig(8);
+  fails(c, "num_speculative_tokens");
+  c = specConfig(-1);
+  fails(c, "num_speculative_tokens");
+  c = specConfig(3);
+  c.promptLookupMin = 0;
+  fails(c, "prompt_lookup_min");
+  c = specConfig(3);
+  c.promptLookupMax = 0;
+  fails(c, "prompt_lookup_max");
+  c = specConfig(3);
+  c.enablePrefixCaching = false;
+  c.numStateSlots = c.maxNumSeqs;
+  fails(c, "num_speculative_tokens");
+  c = specConfig(3);
+  c.maxLogitsRows = c.maxNumSeqs - 1;
+  fails(c, "max_logits_rows");
+  c = specConfig(3);
+  ASSERT_TRUE(validateConfig(c).ok());
+  EXPECT_EQ(c.maxLogitsRows, c.maxNumSeqs * 4);
+}
+
+} // namespace
+} // namespace volt::engine

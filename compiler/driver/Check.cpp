@@ -102,17 +102,27 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
                  "; set weights: {quantize: none}");
   if (auto st = model::checkTensorParallel(c, s.tensorParallelSize, anyNvfp4); !st)
     return Error(file + ": " + st.message() + " (model " + m.dir.string() + ")");
-  if (s.enablePrefixCaching) {
-    // A cached KV prefix does not bring the recurrent state at its end.
-    std::vector<std::string> recurrent;
-    for (size_t i = 0; i < c.mixers.size(); ++i)
-      if (c.mixers[i] != model::MixerKind::Attention)
-        recurrent.push_back(std::to_string(i));
+  // Layers with a recurrent state per sequence, which neither a cached
+  // prefix nor a rejected draft can restore.
+  std::vector<std::string> recurrent;
+  for (size_t i = 0; i < c.mixers.size(); ++i)
+    if (c.mixers[i] != model::MixerKind::Attention)
+      recurrent.push_back(std::to_string(i));
+  if (s.speculative.method != spec::SpeculativeMethod::None) {
+    if (!s.sku.isCpu())
+      return Error(file + ": speculative: the " + std::string(spec::archName(s.sku.arch)) +
+                   " backend does not verify drafts yet (its step programs serve one logits "
+                   "row per sequence); speculative decoding runs on the cpu target for now; "
+                   "remove 'speculative'");
     if (!recurrent.empty())
-      return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
-                   " keep a recurrent state per sequence, which a cached prefix does not "
-                   "restore; prefix caching is not supported for such models; remove it");
+      return Error(file + ": speculative: the model's layers " + joinList(recurrent) +
+                   " keep a recurrent state per sequence, and a rejected draft's update of it "
+                   "cannot be undone yet; remove 'speculative'");
   }
+  if (s.enablePrefixCaching && !recurrent.empty())
+    return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
+                 " keep a recurrent state per sequence, which a cached prefix does not "
+                 "restore; prefix caching is not supported for such models; remove it");
   return Status::success();
 }
 

@@ -5,6 +5,7 @@
 
 #include "compiler/spec/Sku.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/support/Strings.h"
 
 #include <algorithm>
@@ -228,6 +229,12 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
         entry["occupancy"] = *occ;
       kernelList.push_back(entry);
     }
+  nlohmann::json speculative = nullptr;
+  if (const plan::Speculative *sp = p.speculative())
+    speculative = {{"method", str(sp->method())},
+                   {"num_speculative_tokens", sp->num_speculative_tokens()},
+                   {"prompt_lookup_min", sp->prompt_lookup_min()},
+                   {"prompt_lookup_max", sp->prompt_lookup_max()}};
   report.json = {{"plan", planPath.string()},
                  {"format_version", p.format_version()},
                  {"producer", str(p.producer())},
@@ -239,6 +246,8 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
                  {"max_model_len", maxModelLen},
                  {"max_num_seqs", p.limits()->max_num_seqs()},
                  {"max_num_batched_tokens", p.limits()->max_num_batched_tokens()},
+                 {"max_logits_rows", plan::maxLogitsRows(*p.limits())},
+                 {"speculative", speculative},
                  {"device_bytes", budget ? budget->device_bytes() : 0},
                  {"gpu_memory_utilization", budget ? budget->gpu_memory_utilization() : 0.0f},
                  {"ranks", ranks},
@@ -255,6 +264,13 @@ std::string formatInspectReport(const InspectReport &report) {
       << j["served_model_name"].get<std::string>() << "'\n";
   out << "  limits: max_model_len " << j["max_model_len"] << ", max_num_seqs " << j["max_num_seqs"]
       << ", max_num_batched_tokens " << j["max_num_batched_tokens"] << "\n";
+  if (!j["speculative"].is_null()) {
+    const auto &sp = j["speculative"];
+    out << "  speculative: " << sp["method"].get<std::string>() << ", "
+        << sp["num_speculative_tokens"] << " draft tokens per step (prompt lookup "
+        << sp["prompt_lookup_min"] << ".." << sp["prompt_lookup_max"]
+        << "), up to " << j["max_logits_rows"] << " logits rows per step\n";
+  }
   auto row = [&](const std::string &what, uint64_t bytes, const std::string &note = "") {
     char buf[384];
     std::snprintf(buf, sizeof buf, "    %-28s %12s  %s\n", what.c_str(), formatBytes(bytes).c_str(),

@@ -508,6 +508,9 @@ Result<OwningOpRef<ModuleOp>> Importer::run() {
           b_.getNamedAttr("tensor_parallel_size", i64(spec_.tensorParallelSize)),
           b_.getNamedAttr("max_model_len", i64(options_.maxModelLen)),
           b_.getNamedAttr("max_num_seqs", i64(spec_.maxNumSeqs)),
+          // Logits rows per step: one per sequence plus its drafts.
+          b_.getNamedAttr("max_logits_rows",
+                          i64(spec_.maxNumSeqs * (1 + spec_.speculative.numSpeculativeTokens))),
           b_.getNamedAttr("max_num_batched_tokens", i64(spec_.maxNumBatchedTokens)),
           b_.getNamedAttr("gpu_memory_utilization", f64(spec_.gpuMemoryUtilization)),
           b_.getNamedAttr("kv_block_size", i64(spec_.kvCache.blockSize)),

@@ -322,7 +322,15 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
   auto limits = CreateLimits(b, static_cast<uint32_t>(intOf(deployment, "max_model_len")),
                              static_cast<uint32_t>(intOf(deployment, "max_num_seqs")),
                              static_cast<uint32_t>(maxTokens),
-                             static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq")));
+                             static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq")),
+                             static_cast<uint32_t>(intOf(deployment, "max_logits_rows")));
+  fb::Offset<Speculative> speculative = 0;
+  if (spec.speculative.method == spec::SpeculativeMethod::Ngram)
+    speculative = CreateSpeculative(
+        b, b.CreateString(std::string(spec::speculativeMethodName(spec.speculative.method))),
+        static_cast<uint32_t>(spec.speculative.numSpeculativeTokens),
+        static_cast<uint32_t>(spec.speculative.promptLookupMin),
+        static_cast<uint32_t>(spec.speculative.promptLookupMax));
   auto tokenizer = CreateTokenizer(b, b.CreateString(files.tokenizerJson),
                                    b.CreateString(files.tokenizerConfig),
                                    b.CreateString(files.chatTemplate));
@@ -343,7 +351,7 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                  b.CreateString(spec.sku.name), b.CreateString(skuText), b.CreateString(arch),
                  b.CreateString(servedName), static_cast<uint32_t>(tp), DType::F16, modelInfo,
                  limits, tokenizer, kernels, b.CreateVector(ranks), spec.seed,
-                 spec.enablePrefixCaching, budget, gpu ? gpu->writeSampler(b) : 0);
+                 spec.enablePrefixCaching, budget, gpu ? gpu->writeSampler(b) : 0, speculative);
   FinishPlanBuffer(b, plan);
 
   std::filesystem::path tmp = options.output;

@@ -104,6 +104,41 @@ const std::vector<Field<DeploySpec>> &deploySpecFields() {
                        s.residualDtype = v == "fp32" ? ResidualDtype::Fp32 : ResidualDtype::Fp16;
                      })
           .byDefault(std::string("fp16")),
+      choiceField<S>("speculative.method",
+                     "speculative decoding's draft source: ngram proposes the tokens that "
+                     "followed the latest earlier occurrence of the sequence's last tokens "
+                     "(prompt lookup); mtp (the checkpoint's multi-token-prediction head) is "
+                     "not built yet. Unset: no speculative decoding",
+                     {"ngram", "mtp"},
+                     [](S &s, const std::string &v) {
+                       s.speculative.method =
+                           v == "ngram" ? SpeculativeMethod::Ngram : SpeculativeMethod::Mtp;
+                     })
+          .orUnset()
+          .defaultAs("unset (off)"),
+      integerField<S>("speculative.num_speculative_tokens",
+                      "most draft tokens a sequence verifies per step; required with "
+                      "speculative.method",
+                      [](S &s, int64_t v) { s.speculative.numSpeculativeTokens = v; })
+          .orUnset()
+          .atLeast(1)
+          .atMost(7)
+          .defaultAs("none (required with a method)"),
+      integerField<S>("speculative.prompt_lookup_min",
+                      "ngram: shortest suffix of the sequence looked up for drafts",
+                      [](S &s, int64_t v) { s.speculative.promptLookupMin = v; })
+          .orUnset()
+          .atLeast(1)
+          .atMost(64)
+          .defaultAs("prompt_lookup_max if set, else 5"),
+      integerField<S>("speculative.prompt_lookup_max",
+                      "ngram: longest suffix of the sequence looked up for drafts (the longest "
+                      "that recurs wins); at least prompt_lookup_min",
+                      [](S &s, int64_t v) { s.speculative.promptLookupMax = v; })
+          .orUnset()
+          .atLeast(1)
+          .atMost(64)
+          .defaultAs("prompt_lookup_min if set, else 5"),
   };
   return fields;
 }
@@ -170,6 +205,41 @@ std::string modelDirName(const DeploySpec &spec, bool absolute) {
   return name;
 }
 
+/// The speculative.* keys together (vLLM's rules): a method needs a token
+/// count, the other keys need a method, and an unset lookup bound follows
+/// the other one.
+void checkSpeculative(DeploySpec &spec, const KeyPlaces &where, Diagnostics &diags) {
+  SpeculativeConfig &sc = spec.speculative;
+  if (sc.method == SpeculativeMethod::Mtp) {
+    diags.error(where.value("speculative.method"),
+                "invalid value for 'speculative.method': mtp (drafts from the checkpoint's "
+                "multi-token-prediction head) is not built yet; use ngram");
+    return;
+  }
+  if (sc.method == SpeculativeMethod::None) {
+    for (const char *key : {"speculative.num_speculative_tokens", "speculative.prompt_lookup_min",
+                            "speculative.prompt_lookup_max"})
+      if (where.has(key))
+        diags.error(where.value(key), std::string("'") + key +
+                                          "' needs 'speculative.method' (ngram)");
+    return;
+  }
+  if (!where.has("speculative.num_speculative_tokens"))
+    diags.error(where.value("speculative.method"),
+                "'speculative.num_speculative_tokens' is required with 'speculative.method'");
+  const bool hasMin = where.has("speculative.prompt_lookup_min");
+  const bool hasMax = where.has("speculative.prompt_lookup_max");
+  if (hasMin && !hasMax)
+    sc.promptLookupMax = sc.promptLookupMin;
+  if (hasMax && !hasMin)
+    sc.promptLookupMin = sc.promptLookupMax;
+  if (sc.promptLookupMax < sc.promptLookupMin)
+    diags.error(where.value(hasMax ? "speculative.prompt_lookup_max" : "speculative.method"),
+                "speculative.prompt_lookup_max (" + std::to_string(sc.promptLookupMax) +
+                    ") must be at least speculative.prompt_lookup_min (" +
+                    std::to_string(sc.promptLookupMin) + ")");
+}
+
 } // namespace
 
 Result<DeploySpec> parseDeploySpec(std::string_view text, std::string_view fileName,
@@ -202,6 +272,7 @@ Result<DeploySpec> parseDeploySpec(std::string_view text, std::string_view fileN
                                std::to_string(spec.maxNumSeqs) +
                                "): each step has room for one token of every sequence");
     }
+    checkSpeculative(spec, where, diags);
     if (diags.hasErrors())
       return diags.toError();
     return spec;
@@ -242,6 +313,18 @@ std::string_view kvCacheDtypeName(KvCacheDtype dtype) {
   switch (dtype) {
   case KvCacheDtype::Fp16:
     return "fp16";
+  }
+  return "unknown";
+}
+
+std::string_view speculativeMethodName(SpeculativeMethod m) {
+  switch (m) {
+  case SpeculativeMethod::None:
+    return "none";
+  case SpeculativeMethod::Ngram:
+    return "ngram";
+  case SpeculativeMethod::Mtp:
+    return "mtp";
   }
   return "unknown";
 }

@@ -44,6 +44,18 @@ struct WeightsConfig {
   WeightQuantization quantize = WeightQuantization::None;
 };
 
+/// Where draft tokens come from (vLLM's speculative_config.method). Mtp is
+/// parsed so that it is refused by name.
+enum class SpeculativeMethod { None, Ngram, Mtp };
+
+/// Speculative decoding (docs/design/speculative.md); method None: off.
+struct SpeculativeConfig {
+  SpeculativeMethod method = SpeculativeMethod::None;
+  int64_t numSpeculativeTokens = 0;
+  int64_t promptLookupMin = 5;
+  int64_t promptLookupMax = 5;
+};
+
 /// A validated deployment spec. Defaults are vLLM's where vLLM has one.
 struct DeploySpec {
   /// The file it was read from ("" when parsed from text).
@@ -68,6 +80,7 @@ struct DeploySpec {
   std::string servedModelName;
   bool enablePrefixCaching = false;
   ResidualDtype residualDtype = ResidualDtype::Fp16;
+  SpeculativeConfig speculative;
 };
 
 struct DeploySpecOptions {
@@ -96,5 +109,6 @@ std::string deploySpecReference();
 
 std::string_view kvCacheDtypeName(KvCacheDtype dtype);
 std::string_view weightQuantizationName(WeightQuantization q);
+std::string_view speculativeMethodName(SpeculativeMethod m);
 
 } // namespace volt::spec

@@ -62,8 +62,9 @@ private:
     int64_t perRow = elementBytes(t.getElementType());
     for (int64_t d : t.getShape().drop_front())
       perRow *= d;
-    // Rows selected per sequence (gather_rows, and what is computed from
-    // them: the LM head) number at most max_num_seqs, not T.
+    // Rows selected for logits (gather_rows, and what is computed from
+    // them: the LM head) number at most max_logits_rows (max_num_seqs
+    // without speculative decoding), not T.
     bool perSequence = false;
     if (Operation *def = v.getDefiningOp())
       for (Value in : def->getOperands())
@@ -153,7 +154,8 @@ private:
   Value stateSlots_;
   Value returned_;
   int counter_ = 0;
-  /// max_num_seqs of the deployment (0: unknown, size everything per token).
+  /// max_logits_rows (or max_num_seqs) of the deployment (0: unknown, size
+  /// everything per token).
   int64_t maxNumSeqs_ = 0;
   llvm::DenseSet<Value> perSequence_;
 };
@@ -421,7 +423,9 @@ LogicalResult Lowering::run() {
     return step_.emitOpError() << "must return the logits";
   returned_ = step_.getBody().back().getTerminator()->getOperand(0);
   if (auto deployment = module_->getAttrOfType<DictionaryAttr>("volt.deployment"))
-    if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"))
+    if (auto rows = deployment.getAs<IntegerAttr>("max_logits_rows"))
+      maxNumSeqs_ = rows.getInt();
+    else if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"))
       maxNumSeqs_ = seqs.getInt();
   b_.setInsertionPointToEnd(module_.getBody());
   auto fn = b_.create<func::FuncOp>(step_.getLoc(), "step_vexec", b_.getFunctionType({}, {}));

@@ -29,14 +29,14 @@ void embedding(const EmbeddingParams &params, const int32_t *tokens, const uint1
                uint16_t *out, ThreadPool &pool);
 
 struct GatherRowsParams {
-  /// Rows to gather (S).
+  /// Rows to gather (R, the logits rows).
   int64_t rows = 0;
   /// Elements per row (H).
   int64_t dim = 0;
   DType dtype = DType::F16;
 };
 
-/// out[s] = in[rowIndices[s]]; `in` [T, H], `out` [S, H].
+/// out[r] = in[rowIndices[r]]; `in` [T, H], `out` [R, H].
 void gatherRows(const GatherRowsParams &params, const void *in, const int32_t *rowIndices,
                 void *out, ThreadPool &pool);
 

@@ -169,6 +169,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     }
   }
 
+  if (p.speculative())
+    return Error(where + ": the plan verifies speculative drafts, which the cuda backend does "
+                         "not run yet; compile it without 'speculative'");
   const plan::Limits *limits = p.limits();
   const uint64_t maxTokens = limits->max_num_batched_tokens(), maxSeqs = limits->max_num_seqs();
   const uint64_t vocab = p.model()->vocab_size();

@@ -22,6 +22,13 @@
 namespace volt::cuda {
 
 Status CudaBackend::checkBatch(const engine::StepBatch &batch) const {
+  // The step programs size their per-row launches by S (ArgKind SeqCount,
+  // GridDim.per_seq): a verify step's extra rows have no launch yet.
+  if (batch.numRows() != batch.numSeqs)
+    return Error("a step of " + std::to_string(batch.numRows()) + " logits rows for " +
+                 std::to_string(batch.numSeqs) +
+                 " sequences: the cuda backend serves one row per sequence (speculative "
+                 "decoding runs on the cpu backend for now)");
   return plan::checkStep(plan_.plan(), batch);
 }
 

@@ -103,7 +103,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
     backend->shared_->candidatePool =
         std::make_unique<cpu::ThreadPool>(backend->shared_->threadsPerRank * ranks);
   uint64_t outputFloats =
-      static_cast<uint64_t>(p.limits()->max_num_seqs()) * p.model()->vocab_size();
+      static_cast<uint64_t>(plan::maxLogitsRows(*p.limits())) * p.model()->vocab_size();
   for (const plan::Rank *r : *p.ranks()) {
     auto state = std::make_unique<RankState>();
     state->index = r->rank();
@@ -149,7 +149,7 @@ void CpuBackend::observe(RankState &rs, uint32_t opIndex, const plan::Op &op,
                          const engine::StepBatch &batch, std::span<float> logits) {
   const plan::Rank *rank = rs.rank;
   const uint64_t T = static_cast<uint64_t>(batch.numTokens);
-  const uint64_t S = static_cast<uint64_t>(batch.numSeqs);
+  const uint64_t R = static_cast<uint64_t>(batch.numRows());
   rs.observed.clear();
   for (const plan::Operand *o : *op.operands()) {
     std::span<const uint8_t> bytes;
@@ -174,7 +174,7 @@ void CpuBackend::observe(RankState &rs, uint32_t opIndex, const plan::Op &op,
     case OperandKind::Output: {
       const float *out = rs.index == 0 ? logits.data() : rs.outputScratch.data();
       bytes = {reinterpret_cast<const uint8_t *>(out),
-               S * plan_.plan().model()->vocab_size() * sizeof(float)};
+               R * plan_.plan().model()->vocab_size() * sizeof(float)};
       break;
     }
     case OperandKind::Cache:
@@ -245,9 +245,9 @@ Status CpuBackend::runStep(const engine::StepBatch &batch, std::span<float> logi
   const plan::Plan &p = plan_.plan();
   const uint32_t vocab = p.model()->vocab_size();
   VOLT_RETURN_IF_ERROR(plan::checkStep(p, batch));
-  if (logits.size() != static_cast<size_t>(batch.numSeqs) * vocab)
+  if (logits.size() != static_cast<size_t>(batch.numRows()) * vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
-                 std::to_string(batch.numSeqs) + " sequences x " + std::to_string(vocab));
+                 std::to_string(batch.numRows()) + " rows x " + std::to_string(vocab));
 
   // Ranks 1.. run on their own threads; rank 0 on the caller's.
   std::vector<std::thread> others;

@@ -30,7 +30,7 @@ uint8_t *OpContext::pointer(unsigned i) const {
 int64_t OpContext::rows(unsigned i) const {
   return static_cast<int64_t>(plan::operandRows(rank, operand(i),
                                                 static_cast<uint64_t>(batch.numTokens),
-                                                static_cast<uint64_t>(batch.numSeqs)));
+                                                static_cast<uint64_t>(batch.numRows())));
 }
 
 cpu::DType OpContext::dtype(unsigned i) const {

@@ -56,6 +56,8 @@ public:
   /// The step's token count T and sequence count S.
   int64_t tokens() const { return batch.numTokens; }
   int64_t seqs() const { return batch.numSeqs; }
+  /// R: the step's logits rows (StepBatch::numRows).
+  int64_t logitsRows() const { return batch.numRows(); }
 
   unsigned operandCount() const { return op.operands()->size(); }
   const plan::Operand &operand(unsigned i) const { return *op.operands()->Get(i); }

@@ -55,6 +55,33 @@ Status checkSampler(const Plan &p, const std::string &name) {
   return Status::success();
 }
 
+/// Speculative decoding's settings, and the logits rows they need.
+Status checkSpeculative(const Plan &p, const std::string &name) {
+  const Limits &limits = *p.limits();
+  const uint64_t seqs = limits.max_num_seqs();
+  uint64_t tokens = 0;
+  if (const Speculative *sp = p.speculative()) {
+    const std::string method = sp->method() ? sp->method()->str() : "";
+    if (method != "ngram")
+      return Error(name + ": speculative method '" + method + "'; this runtime knows ngram");
+    tokens = sp->num_speculative_tokens();
+    if (tokens < 1 || tokens > 7 || sp->prompt_lookup_min() < 1 ||
+        sp->prompt_lookup_max() < sp->prompt_lookup_min() || sp->prompt_lookup_max() > 64)
+      return Error(name + ": speculative settings out of range (num_speculative_tokens " +
+                   std::to_string(tokens) + ", prompt_lookup " +
+                   std::to_string(sp->prompt_lookup_min()) + ".." +
+                   std::to_string(sp->prompt_lookup_max()) + ")");
+  }
+  const uint64_t rows = limits.max_logits_rows();
+  if (rows != 0 && rows != seqs * (1 + tokens))
+    return Error(name + ": max_logits_rows " + std::to_string(rows) + " disagrees with " +
+                 std::to_string(seqs) + " sequences of " + std::to_string(tokens) +
+                 " speculative tokens");
+  if (rows == 0 && tokens > 0)
+    return Error(name + ": speculative decoding without max_logits_rows");
+  return Status::success();
+}
+
 /// Structural checks the verifier cannot make: counts and ranges that must
 /// agree with one another.
 Status checkConsistency(const Plan &p, const std::string &name) {
@@ -69,6 +96,7 @@ Status checkConsistency(const Plan &p, const std::string &name) {
       p.limits()->max_model_len() == 0)
     return Error(name + ": the plan's vocabulary size and limits must be positive");
   VOLT_RETURN_IF_ERROR(checkSampler(p, name));
+  VOLT_RETURN_IF_ERROR(checkSpeculative(p, name));
   for (const Rank *r : *p.ranks()) {
     std::string where = name + ": rank " + std::to_string(r->rank());
     if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->caches())

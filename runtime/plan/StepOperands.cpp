@@ -53,13 +53,17 @@ Result<OperandPlace> operandPlace(const Rank &rank, const Operand &o) {
                std::to_string(o.index()) + " is outside the plan");
 }
 
-uint64_t operandRows(const Rank &rank, const Operand &o, uint64_t tokens, uint64_t seqs) {
+uint64_t operandRows(const Rank &rank, const Operand &o, uint64_t tokens, uint64_t logitsRows) {
   if (o.kind() == OperandKind::Output)
-    return seqs;
+    return logitsRows;
   if (o.kind() == OperandKind::Arena && o.index() < rank.buffers()->size() &&
       rank.buffers()->Get(o.index())->per_token_bytes() == 0)
-    return seqs;
+    return logitsRows;
   return tokens;
+}
+
+uint32_t maxLogitsRows(const Limits &limits) {
+  return limits.max_logits_rows() == 0 ? limits.max_num_seqs() : limits.max_logits_rows();
 }
 
 DType operandDtype(const Rank &rank, const Operand &o) {
@@ -109,6 +113,11 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
   const Rank &rank = *p.ranks()->Get(0);
   const uint32_t stateSlots = stateSlotCount(rank);
   const size_t T = static_cast<size_t>(batch.numTokens), S = static_cast<size_t>(batch.numSeqs);
+  const size_t R = batch.logitsRows.size();
+  if (R < S || R > maxLogitsRows(*limits))
+    return Error("step of " + std::to_string(R) + " logits rows for " + std::to_string(S) +
+                 " sequences; the plan serves one per sequence up to " +
+                 std::to_string(maxLogitsRows(*limits)) + " in all");
   for (StepInput input : EnumValuesStepInput()) {
     size_t expected = T;
     switch (input) {
@@ -121,8 +130,10 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
       expected = S + 1;
       break;
     case StepInput::ContextLens:
-    case StepInput::LogitsRows:
       expected = S;
+      break;
+    case StepInput::LogitsRows:
+      expected = R;
       break;
     case StepInput::BlockTables:
       expected = S * static_cast<size_t>(batch.maxBlocksPerSeq);
@@ -143,6 +154,12 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
     if (t < 0 || static_cast<uint32_t>(t) >= vocab)
       return Error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
                    std::to_string(vocab - 1) + ")");
+  for (size_t r = 0; r < R; ++r) {
+    const int32_t row = batch.logitsRows[r];
+    if (row < 0 || static_cast<size_t>(row) >= T || (r > 0 && row <= batch.logitsRows[r - 1]))
+      return Error("logits row " + std::to_string(row) + " (entry " + std::to_string(r) +
+                   "): expected ascending token rows of the step's " + std::to_string(T));
+  }
   const CacheGroup *kv = pagedKvGroup(rank);
   const uint32_t blocks = kv ? kv->num_blocks() : 0, blockSize = kv ? kv->block_size() : 0;
   for (int32_t slot : batch.slotMapping)

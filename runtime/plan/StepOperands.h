@@ -47,11 +47,16 @@ struct OperandPlace {
 /// the plan.
 Result<OperandPlace> operandPlace(const Rank &rank, const Operand &operand);
 
-/// Rows of an activation operand in a step of `tokens` tokens and `seqs`
-/// sequences: the step output and per-sequence buffers (no per-token
-/// bytes: what follows the gather of each sequence's last token) hold S
+/// Rows of an activation operand in a step of `tokens` tokens and
+/// `logitsRows` logits rows: the step output and per-row buffers (no
+/// per-token bytes: what follows the gather of the logits rows) hold R
 /// rows, the others T.
-uint64_t operandRows(const Rank &rank, const Operand &operand, uint64_t tokens, uint64_t seqs);
+uint64_t operandRows(const Rank &rank, const Operand &operand, uint64_t tokens,
+                     uint64_t logitsRows);
+
+/// The plan's most logits rows per step (Limits.max_logits_rows, or
+/// max_num_seqs for plans without it).
+uint32_t maxLogitsRows(const Limits &limits);
 
 /// The element type of an activation operand: its buffer's, F32 for the
 /// step output, F16 otherwise.
@@ -60,8 +65,9 @@ DType operandDtype(const Rank &rank, const Operand &operand);
 /// The array of `input` in `batch`.
 std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput input);
 
-/// Checks `batch` against `plan`: token and sequence counts within the
-/// limits, every array of the size the step needs, token ids in the
+/// Checks `batch` against `plan`: token, sequence and logits-row counts
+/// within the limits, every array of the size the step needs, logits rows
+/// ascending token rows that include each sequence's last token, token ids in the
 /// vocabulary, KV slots and block table entries inside the KV cache, state
 /// slots inside the state groups (or -1) and no slot used twice. A plan
 /// without state groups accepts an empty state_slots array.

@@ -171,6 +171,22 @@ std::string Metrics::render(const engine::EngineStats *stats, const EngineInfo &
   header(out, "volt:logits_rows_fetched_total", "counter",
          "Tokens whose logits row was fetched because the candidates did not decide them.");
   sample(out, "volt:logits_rows_fetched_total", m, double(s.rowsFetched));
+  // vLLM's spec_decode counters; zero when the plan does not speculate.
+  header(out, "volt:spec_decode_num_drafts_total", "counter",
+         "Speculative verify rounds (a sequence's drafts checked in one step).");
+  sample(out, "volt:spec_decode_num_drafts_total", m, double(s.specDecode.numDrafts));
+  header(out, "volt:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.");
+  sample(out, "volt:spec_decode_num_draft_tokens_total", m, double(s.specDecode.numDraftTokens));
+  header(out, "volt:spec_decode_num_accepted_tokens_total", "counter",
+         "Draft tokens the target's sampling agreed with (kept).");
+  sample(out, "volt:spec_decode_num_accepted_tokens_total", m,
+         double(s.specDecode.numAcceptedTokens));
+  header(out, "volt:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+         "Verify rounds whose draft at this position was kept.");
+  for (int32_t j = 0; j < info.numSpeculativeTokens && j < engine::kMaxSpeculativeTokens; ++j)
+    sample(out, "volt:spec_decode_num_accepted_tokens_per_pos_total",
+           m + ",position=\"" + std::to_string(j) + "\"",
+           double(s.specDecode.acceptedPerPosition[size_t(j)]));
 
   lock.lock();
   header(out, "volt:request_success_total", "counter",

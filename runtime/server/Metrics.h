@@ -42,6 +42,8 @@ private:
 struct EngineInfo {
   int32_t numKvBlocks = 0;
   int32_t blockSize = 0;
+  /// Draft tokens per verify round (0: no speculative decoding).
+  int32_t numSpeculativeTokens = 0;
 };
 
 class Metrics {

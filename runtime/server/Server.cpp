@@ -368,6 +368,7 @@ void Server::attach(serving::Session &session) {
   s.limits.maxLogprobs = config.maxLogprobs;
   s.engineInfo.numKvBlocks = config.numKvBlocks;
   s.engineInfo.blockSize = config.blockSize;
+  s.engineInfo.numSpeculativeTokens = config.numSpeculativeTokens;
   s.maxModelLen = config.maxModelLen;
   engine::Engine &engine = session.engine();
   s.engineThread = std::thread([&engine] { engine.run(); });

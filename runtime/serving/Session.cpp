@@ -4,6 +4,7 @@
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/plan/Caches.h"
+#include "runtime/plan/StepOperands.h"
 
 #include <algorithm>
 #include <chrono>
@@ -139,6 +140,13 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
   config.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
   config.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   config.enablePrefixCaching = p.enable_prefix_caching();
+  config.maxLogitsRows = static_cast<int32_t>(plan::maxLogitsRows(*p.limits()));
+  if (const plan::Speculative *sp = p.speculative()) {
+    // The loader checked them (runtime/plan/PlanFile.cpp).
+    config.numSpeculativeTokens = static_cast<int32_t>(sp->num_speculative_tokens());
+    config.promptLookupMin = static_cast<int32_t>(sp->prompt_lookup_min());
+    config.promptLookupMax = static_cast<int32_t>(sp->prompt_lookup_max());
+  }
   if (p.model()->eos_token_ids())
     config.eosTokenIds.assign(p.model()->eos_token_ids()->begin(),
                               p.model()->eos_token_ids()->end());

@@ -82,7 +82,7 @@ void runSigmoidMul(OpContext &c) {
 }
 
 void runGatherRows(OpContext &c) {
-  cpu::gatherRows({c.seqs(), c.op.params_as_GatherRowsParams()->dim(), c.dtype(0)}, c.pointer(0),
+  cpu::gatherRows({c.logitsRows(), c.op.params_as_GatherRowsParams()->dim(), c.dtype(0)}, c.pointer(0),
                   c.i32(1), c.pointer(2), c.pool);
 }
 

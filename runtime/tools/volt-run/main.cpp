@@ -121,5 +121,14 @@ int main(int argc, char **argv) {
                tokens.size(), generation->tokens.size(), generation->finishReason.c_str(),
                generation->timeToFirstTokenSeconds * 1e3, generation->decodeTokensPerSecond,
                generation->totalSeconds);
+  if (s.engine().config().numSpeculativeTokens > 0) {
+    const volt::engine::SpecDecodeStats sd = s.engine().stats().specDecode;
+    std::fprintf(stderr,
+                 "volt-run: speculative: %llu verify rounds, %llu of %llu draft tokens accepted, "
+                 "mean acceptance length %.2f\n",
+                 static_cast<unsigned long long>(sd.numDrafts),
+                 static_cast<unsigned long long>(sd.numAcceptedTokens),
+                 static_cast<unsigned long long>(sd.numDraftTokens), sd.meanAcceptedLength());
+  }
   return 0;
 }

@@ -188,6 +188,25 @@ TEST(CudaSteps, RefusesBatchesThePlanCannotServe) {
   t = h.backend->submitStep(nine.batch());
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.message(), "step of 9 sequences; the plan serves 1..8");
+  // A speculative verify step (more logits rows than sequences) is the cpu
+  // backend's for now; logits rows must be ascending rows of the step.
+  Step verify = h.decode(1);
+  verify.add({7, 8, 9}, 12, 2);
+  verify.rows = {0, 1, 2, 3};
+  t = h.backend->submitStep(verify.batch());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.message(), "a step of 4 logits rows for 2 sequences: the cuda backend serves one "
+                         "row per sequence (speculative decoding runs on the cpu backend for now)");
+  Step backwards = h.decode(2);
+  std::swap(backwards.rows[0], backwards.rows[1]);
+  t = h.backend->submitStep(backwards.batch());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.message(), "logits row 0 (entry 1): expected ascending token rows of the step's 2");
+  Step outside = h.decode(2);
+  outside.rows[1] = 2;
+  t = h.backend->submitStep(outside.batch());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.message(), "logits row 2 (entry 1): expected ascending token rows of the step's 2");
   // Nothing was enqueued by a refused step.
   EXPECT_EQ(h.fake.count("cuLaunchKernel"), 0u);
 }

@@ -31,6 +31,12 @@ TEST(NgramProposer, DraftsFollowTheMostRecentLongestMatch) {
   EXPECT_EQ(propose({1, 2, 3, 7, 8, 2, 3, 9, 1, 2, 3}, 1, 2, 3), (std::vector<int32_t>{9, 1, 2}));
   // Of two occurrences of the same length, the most recent.
   EXPECT_EQ(propose({5, 6, 1, 5, 6, 2, 5, 6}, 2, 2, 1), (std::vector<int32_t>{2}));
+  // ... unless an older one is followed by more of the drafts wanted: in a
+  // run of repeats the latest occurrence has one follower.
+  EXPECT_EQ(propose({5, 6, 1, 5, 6, 2, 5, 6}, 2, 2, 3), (std::vector<int32_t>{2, 5, 6}));
+  EXPECT_EQ(propose({5, 6, 1, 5, 6, 2, 5, 6}, 2, 2, 4), (std::vector<int32_t>{1, 5, 6, 2}));
+  EXPECT_EQ(propose({8, 9, 9, 9, 9, 9}, 1, 1, 3), (std::vector<int32_t>{9, 9, 9}));
+  EXPECT_EQ(propose({8, 9, 9, 9, 9, 9}, 1, 1, 9), (std::vector<int32_t>{9, 9, 9, 9}));
 }
 
 TEST(NgramProposer, NoDraftsBelowTheMinimumOrAtTheEnd) {

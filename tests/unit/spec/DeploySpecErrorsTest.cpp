@@ -47,6 +47,28 @@ TEST_F(DeploySpecErrors, DottedKeysAreNotAShortcut) {
               HasSubstr("deploy.yaml:3:1: error: unknown key 'kv_cache.dtype'"));
 }
 
+TEST_F(DeploySpecErrors, SpeculativeKeysTogether) {
+  EXPECT_THAT(errorWith("speculative:\n  method: ngram\n"),
+              HasSubstr("deploy.yaml:4:11: error: 'speculative.num_speculative_tokens' is "
+                        "required with 'speculative.method'"));
+  EXPECT_THAT(errorWith("speculative:\n  num_speculative_tokens: 3\n"),
+              HasSubstr("deploy.yaml:4:27: error: 'speculative.num_speculative_tokens' needs "
+                        "'speculative.method' (ngram)"));
+  EXPECT_THAT(errorWith("speculative:\n  method: mtp\n  num_speculative_tokens: 1\n"),
+              HasSubstr("deploy.yaml:4:11: error: invalid value for 'speculative.method': mtp "
+                        "(drafts from the checkpoint's multi-token-prediction head) is not "
+                        "built yet; use ngram"));
+  EXPECT_THAT(errorWith("speculative:\n  method: eagle\n"),
+              HasSubstr("invalid value for 'speculative.method'"));
+  EXPECT_THAT(errorWith("speculative:\n  method: ngram\n  num_speculative_tokens: 8\n"),
+              HasSubstr("deploy.yaml:5:27: error: invalid value for "
+                        "'speculative.num_speculative_tokens'"));
+  EXPECT_THAT(errorWith("speculative:\n  method: ngram\n  num_speculative_tokens: 2\n"
+                        "  prompt_lookup_min: 4\n  prompt_lookup_max: 3\n"),
+              HasSubstr("deploy.yaml:7:22: error: speculative.prompt_lookup_max (3) must be at "
+                        "least speculative.prompt_lookup_min (4)"));
+}
+
 TEST_F(DeploySpecErrors, MalformedYamlGivesLineAndColumn) {
   EXPECT_THAT(errorWith("kv_cache: {dtype: fp16, block_size: 16\nseed: 1\n"),
               HasSubstr("deploy.yaml:4:"));

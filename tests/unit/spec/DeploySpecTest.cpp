@@ -160,9 +160,40 @@ TEST(DeploySpec, KeysListsNestedKeysDotted) {
   for (const char *key :
        {"model", "target", "tensor_parallel_size", "max_model_len", "max_num_seqs",
         "max_num_batched_tokens", "gpu_memory_utilization", "kv_cache.dtype", "kv_cache.block_size",
-        "weights.quantize", "seed", "served_model_name", "enable_prefix_caching"})
+        "weights.quantize", "seed", "served_model_name", "enable_prefix_caching",
+        "speculative.method", "speculative.num_speculative_tokens",
+        "speculative.prompt_lookup_min", "speculative.prompt_lookup_max"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), key), keys.end()) << key;
-  EXPECT_EQ(keys.size(), 14u);
+  EXPECT_EQ(keys.size(), 18u);
+}
+
+TEST(DeploySpec, SpeculativeNgramAndItsDefaults) {
+  DeploySpecOptions options;
+  options.checkFilesystem = false;
+  auto parse = [&](const std::string &extra) {
+    return parseDeploySpec("model: m\ntarget: cpu\n" + extra, "deploy.yaml", "/x", options);
+  };
+  auto off = parse("");
+  ASSERT_TRUE(off.ok()) << off.message();
+  EXPECT_EQ(off->speculative.method, SpeculativeMethod::None);
+  auto on = parse("speculative:\n  method: ngram\n  num_speculative_tokens: 4\n");
+  ASSERT_TRUE(on.ok()) << on.message();
+  EXPECT_EQ(on->speculative.method, SpeculativeMethod::Ngram);
+  EXPECT_EQ(on->speculative.numSpeculativeTokens, 4);
+  EXPECT_EQ(on->speculative.promptLookupMin, 5);
+  EXPECT_EQ(on->speculative.promptLookupMax, 5);
+  // One bound set: the other follows it (vLLM's rule).
+  auto maxOnly = parse("speculative: {method: ngram, num_speculative_tokens: 2, "
+                       "prompt_lookup_max: 3}\n");
+  ASSERT_TRUE(maxOnly.ok()) << maxOnly.message();
+  EXPECT_EQ(maxOnly->speculative.promptLookupMin, 3);
+  EXPECT_EQ(maxOnly->speculative.promptLookupMax, 3);
+  auto both = parse("speculative: {method: ngram, num_speculative_tokens: 7, "
+                    "prompt_lookup_min: 2, prompt_lookup_max: 6}\n");
+  ASSERT_TRUE(both.ok()) << both.message();
+  EXPECT_EQ(both->speculative.numSpeculativeTokens, 7);
+  EXPECT_EQ(both->speculative.promptLookupMin, 2);
+  EXPECT_EQ(both->speculative.promptLookupMax, 6);
 }
 
 } // namespace

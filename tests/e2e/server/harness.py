@@ -34,6 +34,21 @@ def binary(name):
     return path
 
 
+def speculative_plan(k=4):
+    """tiny_plan()'s model compiled with n-gram speculative decoding."""
+    tiny_plan()
+    path = os.path.join(_plan_dir, f"speculative{k}.vplan")
+    if not os.path.exists(path):
+        spec = os.path.join(_plan_dir, f"speculative{k}.yaml")
+        with open(spec, "w") as f:
+            f.write("model: model\ntarget: cpu\nmax_num_seqs: 32\nmax_num_batched_tokens: 256\n"
+                    f"speculative: {{method: ngram, num_speculative_tokens: {k}, "
+                    "prompt_lookup_min: 1, prompt_lookup_max: 3}\n")
+        subprocess.run([binary("voltc"), "compile", spec, "-o", path],
+                       check=True, capture_output=True)
+    return path
+
+
 def tiny_plan():
     """The path of a tiny qwen3-moe plan for the cpu backend (built once)."""
     global _plan_dir

@@ -275,6 +275,40 @@ class ErrorsTest(unittest.TestCase):
         self.assertIn("total_ms", line)
 
 
+class SpeculativeTest(unittest.TestCase):
+    def test_same_text_and_spec_decode_metrics(self):
+        # A repetitive token prompt, greedy and seeded: the speculative plan
+        # answers what the plain one does, and counts its drafts.
+        bodies = [{"prompt": [5, 6, 7, 8] * 3, "max_tokens": 40, "temperature": 0,
+                   "ignore_eos": True},
+                  {"prompt": [9] * 8, "max_tokens": 30, "temperature": 0.7, "seed": 5,
+                   "ignore_eos": True, "n": 2}]
+        answers = {}
+        for name, plan in [("plain", harness.tiny_plan()), ("spec", harness.speculative_plan(4))]:
+            with harness.Server(plan=plan) as server:
+                answers[name] = []
+                for body in bodies:
+                    status, _, data = server.post("/v1/completions", body)
+                    self.assertEqual(status, 200, data)
+                    answers[name].append([c["text"] for c in data["choices"]])
+                samples = server.metrics()
+                if name == "spec":
+                    rounds = harness.metric(samples, "volt:spec_decode_num_drafts_total")
+                    drafted = harness.metric(samples, "volt:spec_decode_num_draft_tokens_total")
+                    kept = harness.metric(samples, "volt:spec_decode_num_accepted_tokens_total")
+                    self.assertGreater(rounds, 0)
+                    self.assertGreater(kept, 0)
+                    self.assertLessEqual(kept, drafted)
+                    per_pos = [harness.metric(samples,
+                                              "volt:spec_decode_num_accepted_tokens_per_pos_total",
+                                              position=str(j)) for j in range(4)]
+                    self.assertEqual(sum(per_pos), kept)
+                else:
+                    self.assertEqual(
+                        harness.metric(samples, "volt:spec_decode_num_drafts_total"), 0)
+        self.assertEqual(answers["plain"], answers["spec"])
+
+
 class AuthTest(unittest.TestCase):
     def test_api_key(self):
         with harness.Server("--api-key", "secret-key") as server:

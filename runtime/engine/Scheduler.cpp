@@ -132,11 +132,11 @@ SchedulerOutput Scheduler::schedule() {
     int32_t drafts = 0;
     if (config_.numSpeculativeTokens > 0 && remaining == 1 && seq->numOutput() > 0) {
       drafts = proposeDrafts(seq, std::min(budget - 1, spareRows));
-      if (drafts > 0 && !allocateSlots(seq, 1 + drafts, {}))
+      if (drafts > 0 && !allocateSlots(seq, 1 + drafts, {})) {
         drafts = 0;
-      if (drafts == 0)
         seq->drafts.clear();
-      else
+      }
+      if (drafts > 0)
         n = 1 + drafts;
     }
     bool scheduled = true;

@@ -1,6 +1,7 @@
 //===- PlanFile.cpp -------------------------------------------------------===//
 #include "runtime/plan/PlanFile.h"
 
+#include "runtime/engine/EngineConfig.h"
 #include "runtime/plan/Caches.h"
 #include "runtime/schema/Ops.h"
 
@@ -65,7 +66,8 @@ Status checkSpeculative(const Plan &p, const std::string &name) {
     if (method != "ngram")
       return Error(name + ": speculative method '" + method + "'; this runtime knows ngram");
     tokens = sp->num_speculative_tokens();
-    if (tokens < 1 || tokens > 7 || sp->prompt_lookup_min() < 1 ||
+    if (tokens < 1 || tokens > uint64_t(engine::kMaxSpeculativeTokens) ||
+        sp->prompt_lookup_min() < 1 ||
         sp->prompt_lookup_max() < sp->prompt_lookup_min() || sp->prompt_lookup_max() > 64)
       return Error(name + ": speculative settings out of range (num_speculative_tokens " +
                    std::to_string(tokens) + ", prompt_lookup " +

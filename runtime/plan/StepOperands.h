@@ -67,7 +67,7 @@ std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput inp
 
 /// Checks `batch` against `plan`: token, sequence and logits-row counts
 /// within the limits, every array of the size the step needs, logits rows
-/// ascending token rows that include each sequence's last token, token ids in the
+/// ascending token rows of the step, token ids in the
 /// vocabulary, KV slots and block table entries inside the KV cache, state
 /// slots inside the state groups (or -1) and no slot used twice. A plan
 /// without state groups accepts an empty state_slots array.

@@ -32,6 +32,15 @@ inline EngineConfig smallConfig() {
   return c;
 }
 
+/// Greedy decoding of exactly `maxTokens` tokens (EOS ignored).
+inline SamplingParams greedyToLength(int32_t maxTokens) {
+  SamplingParams p;
+  p.temperature = 0;
+  p.maxTokens = maxTokens;
+  p.ignoreEos = true;
+  return p;
+}
+
 inline std::vector<int32_t> randomPrompt(std::mt19937 &rng, int32_t len, int32_t vocab) {
   std::vector<int32_t> p(len);
   for (int32_t &t : p)

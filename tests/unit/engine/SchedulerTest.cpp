@@ -15,13 +15,7 @@ using testing::randomPrompt;
 using testing::referenceTokens;
 using testing::smallConfig;
 
-SamplingParams greedy(int32_t maxTokens) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.maxTokens = maxTokens;
-  p.ignoreEos = true;
-  return p;
-}
+SamplingParams greedy(int32_t maxTokens) { return testing::greedyToLength(maxTokens); }
 
 SamplingParams seeded(int32_t maxTokens, uint64_t seed) {
   SamplingParams p;

@@ -51,13 +51,7 @@ TEST(NgramProposer, NoDraftsBelowTheMinimumOrAtTheEnd) {
   EXPECT_EQ(propose({1, 2, 1}, 1, 1, 4), (std::vector<int32_t>{2, 1}));
 }
 
-SamplingParams greedy(int32_t maxTokens) {
-  SamplingParams p;
-  p.temperature = 0;
-  p.maxTokens = maxTokens;
-  p.ignoreEos = true;
-  return p;
-}
+SamplingParams greedy(int32_t maxTokens) { return testing::greedyToLength(maxTokens); }
 
 SamplingParams seeded(int32_t maxTokens, uint64_t seed) {
   SamplingParams p;

@@ -1,6 +1,7 @@
 // templates/causal_conv1d.cu - CausalConv1d: Gated DeltaNet's depthwise
 // causal convolution over q|k|v then SiLU, with each sequence's last
-// KERNEL - 1 inputs kept in its state slot (the cpu op: causalConv1d in
+// KERNEL - 1 inputs kept in its state slot, and copied after each token
+// whose snapshot slot is set (the cpu op: causalConv1d in
 // runtime/cpu/GatedDeltaNet.h). One thread per (sequence, channel) walks
 // the sequence's tokens in order with the window in registers; a warp's
 // loads of a token's channels are consecutive.
@@ -12,7 +13,8 @@ using namespace volt;
 
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     causal_conv1d(const u16 *in, const u16 *weight, u16 *state, const int *seqStarts,
-                  const int *contextLens, const int *stateSlots, u16 *out, int seqs) {
+                  const int *contextLens, const int *stateSlots, const int *snapshotSlots, u16 *out,
+                  int seqs) {
   constexpr int kDim = VOLT_DIM, kKernel = VOLT_KERNEL, kKept = kKernel - 1;
   const int s = blockIdx.x;
   const int c = blockIdx.y * VOLT_THREADS + threadIdx.x;
@@ -43,6 +45,12 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     for (int j = 0; j + 1 < kKept; ++j)
       window[j] = window[j + 1];
     window[kKept - 1] = x;
+    if (snapshotSlots[t] >= 0) { // a copy of the state after this token
+      u16 *copy = state + static_cast<i64>(snapshotSlots[t]) * kKept * kDim;
+#pragma unroll
+      for (int j = 0; j < kKept; ++j)
+        copy[static_cast<i64>(j) * kDim + c] = floatToHalf(window[j]);
+    }
   }
   if (kept)
 #pragma unroll

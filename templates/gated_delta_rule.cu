@@ -4,7 +4,8 @@
 // libm). One block per (sequence, value head); the head's FP32 state S
 // [KEY_DIM, VALUE_DIM] lives in registers, thread (p, j) holding rows
 // p * KEY_BLOCK .. + KEY_BLOCK of column j, read from the sequence's slot
-// once and written back once per step. Its sums over the key index are
+// once and written back once per step (and copied after each token whose
+// snapshot slot is set). Its sums over the key index are
 // per block, the blocks' sums added in order through shared memory (the
 // cpu op's order); the sums over a head's vector (the L2 norms of q and k,
 // the output's RMS) are taken by thread 0 in index order.
@@ -19,7 +20,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     gated_delta_rule(const u16 *qkv, const u16 *gates, const u16 *z, const float *aLog,
                      const float *dtBias, const u16 *normWeight, float *state,
                      const int *seqStarts, const int *contextLens, const int *stateSlots,
-                     u16 *out, int seqs, float eps) {
+                     const int *snapshotSlots, u16 *out, int seqs, float eps) {
   constexpr int kHk = VOLT_KEY_HEADS, kHv = VOLT_VALUE_HEADS, kDk = VOLT_KEY_DIM,
                 kDv = VOLT_VALUE_DIM, kBlock = VOLT_KEY_BLOCK, kParts = kDk / kBlock,
                 kRep = kHv / kHk;
@@ -106,6 +107,13 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
       const float zj = halfToFloat(z[at]);
       out[at] = floatToHalf(halfToFloat(normWeight[j]) * (o[j] * shared[0]) *
                             (zj / (1.0f + expf(-zj))));
+    }
+    const int snap = snapshotSlots[t];
+    if (snap >= 0) { // a copy of the state after this token
+      float *copy = state + (static_cast<i64>(snap) * kHv + h) * kDk * kDv;
+#pragma unroll
+      for (int i = 0; i < kBlock; ++i)
+        copy[static_cast<i64>(i0 + i) * kDv + j] = S[i];
     }
     __syncthreads(); // q, k, o and shared are rewritten for the next token
   }

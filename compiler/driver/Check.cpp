@@ -102,8 +102,9 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
                  "; set weights: {quantize: none}");
   if (auto st = model::checkTensorParallel(c, s.tensorParallelSize, anyNvfp4); !st)
     return Error(file + ": " + st.message() + " (model " + m.dir.string() + ")");
-  // Layers with a recurrent state per sequence, which neither a cached
-  // prefix nor a rejected draft can restore.
+  // Layers with a recurrent state per sequence, which a cached prefix does
+  // not restore (a rejected draft's update is rolled back through the
+  // copies a verify step keeps: docs/design/speculative.md).
   std::vector<std::string> recurrent;
   for (size_t i = 0; i < c.mixers.size(); ++i)
     if (c.mixers[i] != model::MixerKind::Attention)
@@ -114,10 +115,6 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
                    " backend does not verify drafts yet (its step programs serve one logits "
                    "row per sequence); speculative decoding runs on the cpu target for now; "
                    "remove 'speculative'");
-    if (!recurrent.empty())
-      return Error(file + ": speculative: the model's layers " + joinList(recurrent) +
-                   " keep a recurrent state per sequence, and a rejected draft's update of it "
-                   "cannot be undone yet; remove 'speculative'");
   }
   if (s.enablePrefixCaching && !recurrent.empty())
     return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +

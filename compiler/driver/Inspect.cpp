@@ -131,6 +131,10 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
              {"layers", std::vector<uint32_t>(g->layers()->begin(), g->layers()->end())},
              {"dtype", plan::EnumNameDType(g->dtype())},
              {"slots", g->num_slots()},
+             // Beyond one per sequence: the copies a speculative verify
+             // step keeps to roll rejected drafts back.
+             {"rollback_slots", g->num_slots() - std::min(g->num_slots(),
+                                                          p.limits()->max_num_seqs())},
              {"slot_bytes", g->slot_bytes()},
              {"bytes_per_sequence", g->slot_bytes() * g->layers()->size()},
              {"bytes", g->bytes()}});
@@ -292,11 +296,15 @@ std::string formatInspectReport(const InspectReport &report) {
                   formatBytes(kv["bytes_per_token"].get<uint64_t>()).c_str(), kv["layers"].size());
     row("KV cache", kv["bytes"], kvNote);
     for (const auto &st : r["state"]) {
-      char note[160];
-      std::snprintf(note, sizeof note, "%s slots x %s per sequence (%zu layers, %s)",
-                    formatCount(st["slots"].get<uint64_t>()).c_str(),
-                    formatBytes(st["bytes_per_sequence"].get<uint64_t>()).c_str(),
-                    st["layers"].size(), st["dtype"].get<std::string>().c_str());
+      char note[240];
+      int n = std::snprintf(note, sizeof note, "%s slots x %s per sequence (%zu layers, %s)",
+                            formatCount(st["slots"].get<uint64_t>()).c_str(),
+                            formatBytes(st["bytes_per_sequence"].get<uint64_t>()).c_str(),
+                            st["layers"].size(), st["dtype"].get<std::string>().c_str());
+      if (const uint64_t extra = st["rollback_slots"].get<uint64_t>(); extra > 0 && n > 0)
+        std::snprintf(note + n, sizeof note - static_cast<size_t>(n),
+                      "; %s of them copies for draft rollback (%s)", formatCount(extra).c_str(),
+                      formatBytes(extra * st["bytes_per_sequence"].get<uint64_t>()).c_str());
       row("recurrent state '" + st["name"].get<std::string>() + "'", st["bytes"], note);
     }
     uint64_t arena = r["arena_bytes"], lower = r["arena_lower_bound"];

@@ -511,6 +511,11 @@ Result<OwningOpRef<ModuleOp>> Importer::run() {
           // Logits rows per step: one per sequence plus its drafts.
           b_.getNamedAttr("max_logits_rows",
                           i64(spec_.maxNumSeqs * (1 + spec_.speculative.numSpeculativeTokens))),
+          // Recurrent-state slots per layer: one per sequence plus, when
+          // verifying drafts, a copy after each draft-carrying token to roll
+          // back to (docs/design/speculative.md).
+          b_.getNamedAttr("num_state_slots",
+                          i64(spec_.maxNumSeqs * (1 + spec_.speculative.numSpeculativeTokens))),
           b_.getNamedAttr("max_num_batched_tokens", i64(spec_.maxNumBatchedTokens)),
           b_.getNamedAttr("gpu_memory_utilization", f64(spec_.gpuMemoryUtilization)),
           b_.getNamedAttr("kv_block_size", i64(spec_.kvCache.blockSize)),

@@ -99,6 +99,12 @@ private:
                                            b_.getStringAttr("state_slots"));
     return stateSlots_;
   }
+  Value stateSnapshots() {
+    if (!stateSnapshots_)
+      stateSnapshots_ = b_.create<vx::InputOp>(loc(), vx::BufferType::get(ctx()),
+                                               b_.getStringAttr("state_snapshots"));
+    return stateSnapshots_;
+  }
 
   void launch(Operation *from, StringRef kind, ArrayRef<Value> operands,
               ArrayRef<NamedAttribute> params, StringRef name = "") {
@@ -152,6 +158,7 @@ private:
   Value slotMapping_, seqStarts_, contextLens_, blockTables_;
   /// The step's state slots, made at the first op with state.
   Value stateSlots_;
+  Value stateSnapshots_;
   Value returned_;
   int counter_ = 0;
   /// max_logits_rows (or max_num_seqs) of the deployment (0: unknown, size
@@ -320,7 +327,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             TypeAttr::get(b_.getF32Type()), b_.getI64IntegerAttr(dim * 4));
         launch(op, "EmaScan",
                {buffer(e.getX()), buffer(e.getDecay()), state, seqStarts_, contextLens_,
-                stateSlots(), out},
+                stateSlots(), stateSnapshots(), out},
                {i64("dim", dim), i64("layer", e.getLayerAttr().getInt())});
         return success();
       })
@@ -334,7 +341,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
             TypeAttr::get(b_.getF16Type()), b_.getI64IntegerAttr((kernel - 1) * dim * 2));
         launch(op, "CausalConv1d",
                {buffer(c.getX()), buffer(c.getWeight()), state, seqStarts_, contextLens_,
-                stateSlots(), out},
+                stateSlots(), stateSnapshots(), out},
                {i64("dim", dim), i64("kernel", kernel), i64("layer", c.getLayer())});
         return success();
       })
@@ -347,7 +354,7 @@ LogicalResult Lowering::lowerOp(Operation *op) {
         launch(op, "GatedDeltaRule",
                {buffer(g.getQkv()), buffer(g.getGates()), buffer(g.getZ()), buffer(g.getALog()),
                 buffer(g.getDtBias()), buffer(g.getNormWeight()), state, seqStarts_,
-                contextLens_, stateSlots(), out},
+                contextLens_, stateSlots(), stateSnapshots(), out},
                {i64("key_heads", g.getKeyHeads()), i64("value_heads", g.getValueHeads()),
                 i64("key_dim", g.getKeyDim()), i64("value_dim", g.getValueDim()),
                 f32("eps", g.getEps().convertToFloat()), i64("layer", g.getLayer())});

@@ -167,12 +167,17 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     int64_t budget = static_cast<int64_t>(std::floor(utilization * static_cast<double>(memory)));
     int64_t kvBlockBytes = kvLayers * 2 * blockSize * kvHeads * headDim * 2;
     int64_t maxSeqs = std::max<int64_t>(1, intAttr(deployment, "max_num_seqs"));
-    // Every running sequence has a slot in each state group.
+    // Every running sequence has a slot in each state group, and with
+    // speculative decoding one more per draft token (the copies a verify
+    // step keeps to roll back to): num_state_slots.
+    int64_t numSlots = deployment.get("num_state_slots")
+                           ? std::max(maxSeqs, intAttr(deployment, "num_state_slots"))
+                           : maxSeqs;
     int64_t stateBytes = 0;
     for (const vx::CacheGroupInfo &g : program->caches)
       if (g.kind == volt::plan::CacheKind::StateSlots)
         stateBytes +=
-            volt::memory::alignUp(maxSeqs * g.slotBytes * static_cast<int64_t>(g.layers.size()));
+            volt::memory::alignUp(numSlots * g.slotBytes * static_cast<int64_t>(g.layers.size()));
     int64_t left = budget - contextBytes - ncclBytes - weightBytes - placement.arenaBytes -
                    workspaceBytes - stateBytes;
     int64_t blocks = kvBlockBytes > 0 && left > 0 ? left / kvBlockBytes : 0;
@@ -195,7 +200,9 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       if (ncclBytes)
         row("NCCL buffers", ncclBytes);
       if (stateBytes)
-        row("recurrent state (" + std::to_string(maxSeqs) + " sequences)", stateBytes);
+        row("recurrent state (" + std::to_string(maxSeqs) + " sequences" +
+                (numSlots > maxSeqs ? ", " + std::to_string(numSlots) + " slots" : "") + ")",
+            stateBytes);
       row("KV cache, one full-length sequence", blocksPerSeq * kvBlockBytes);
       row("needed", weightBytes + placement.arenaBytes + workspaceBytes + contextBytes + ncclBytes +
                         stateBytes + blocksPerSeq * kvBlockBytes);
@@ -233,7 +240,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     for (const vx::CacheGroupInfo &g : program->caches) {
       const bool paged = g.kind == volt::plan::CacheKind::PagedKv;
       const int64_t layers = static_cast<int64_t>(g.layers.size());
-      const int64_t bytes = paged ? blocks * kvBlockBytes : maxSeqs * g.slotBytes * layers;
+      const int64_t bytes = paged ? blocks * kvBlockBytes : numSlots * g.slotBytes * layers;
       SmallVector<NamedAttribute> fields = {
           b.getNamedAttr("kind", b.getStringAttr(paged ? "paged_kv" : "state_slots")),
           b.getNamedAttr("name", b.getStringAttr(g.name)),
@@ -248,7 +255,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
         fields.push_back(b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(kvHeads)));
         fields.push_back(b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim)));
       } else {
-        fields.push_back(b.getNamedAttr("num_slots", b.getI64IntegerAttr(maxSeqs)));
+        fields.push_back(b.getNamedAttr("num_slots", b.getI64IntegerAttr(numSlots)));
         fields.push_back(b.getNamedAttr("slot_bytes", b.getI64IntegerAttr(g.slotBytes)));
       }
       caches.push_back(b.getDictionaryAttr(fields));

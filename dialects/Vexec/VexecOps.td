@@ -9,7 +9,8 @@ def Vexec_InputOp : Vexec_Op<"input", [Pure]> {
   let summary = "A step input the engine fills before each step.";
   let description = [{
     `name` is one of the plan's StepInput values: tokens, positions,
-    slot_mapping, seq_starts, context_lens, block_tables, logits_rows.
+    slot_mapping, seq_starts, context_lens, block_tables, logits_rows,
+    state_slots, state_snapshots.
 
     ```mlir
     %tokens = vexec.input {name = "tokens"} : !vexec.buffer

@@ -24,10 +24,11 @@ struct EmaScanParams {
 /// separately), out = fp16(st), with a = decay[i] and x = in[t, i]. st
 /// starts at 0 when the sequence's first token here is at position 0, else
 /// at state[slot * H + i]; the final st is stored there (slot =
-/// stateSlots[s]; -1: start from 0 and store nothing). `in`, `decay`,
+/// stateSlots[s]; -1: start from 0 and store nothing), and after a token t
+/// whose snapshotSlots[t] >= 0 (null: none), st is copied to that slot. `in`, `decay`,
 /// `out` FP16; `state` FP32 [slots, H].
 void emaScan(const EmaScanParams &params, const uint16_t *in, const uint16_t *decay, float *state,
              const int32_t *seqStarts, const int32_t *contextLens, const int32_t *stateSlots,
-             uint16_t *out, ThreadPool &pool);
+             const int32_t *snapshotSlots, uint16_t *out, ThreadPool &pool);
 
 } // namespace volt::cpu

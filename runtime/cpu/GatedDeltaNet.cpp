@@ -43,7 +43,8 @@ void l2Normalize(float *x, int64_t n) {
 
 void causalConv1d(const CausalConv1dParams &p, const uint16_t *in, const uint16_t *weight,
                   uint16_t *state, const int32_t *seqStarts, const int32_t *contextLens,
-                  const int32_t *stateSlots, uint16_t *out, ThreadPool &pool) {
+                  const int32_t *stateSlots, const int32_t *snapshotSlots, uint16_t *out,
+                  ThreadPool &pool) {
   const int64_t C = p.dim, K = p.kernel, kept = K - 1;
   // One task per (sequence, block of channels): the channels are independent.
   constexpr int64_t kBlock = 64;
@@ -71,6 +72,12 @@ void causalConv1d(const CausalConv1dParams &p, const uint16_t *in, const uint16_
           for (int64_t j = 0; j < K; ++j)
             acc += w[static_cast<size_t>(j)] * x[static_cast<size_t>(i + j)];
           out[(sq.first + i) * C + c] = floatToHalf(silu(acc));
+          // The last K - 1 inputs up to this token: x[i + 1 .. i + K - 1].
+          const int32_t snap = snapshotSlots ? snapshotSlots[sq.first + i] : -1;
+          if (snap >= 0)
+            for (int64_t j = 0; j < kept; ++j)
+              state[(static_cast<int64_t>(snap) * kept + j) * C + c] =
+                  floatToHalf(x[static_cast<size_t>(i + 1 + j)]);
         }
         if (slot)
           for (int64_t j = 0; j < kept; ++j)
@@ -83,8 +90,8 @@ void causalConv1d(const CausalConv1dParams &p, const uint16_t *in, const uint16_
 void gatedDeltaRule(const GatedDeltaRuleParams &p, const uint16_t *qkv, const uint16_t *gates,
                     const uint16_t *z, const float *aLog, const float *dtBias,
                     const uint16_t *normWeight, float *state, const int32_t *seqStarts,
-                    const int32_t *contextLens, const int32_t *stateSlots, uint16_t *out,
-                    ThreadPool &pool) {
+                    const int32_t *contextLens, const int32_t *stateSlots,
+                    const int32_t *snapshotSlots, uint16_t *out, ThreadPool &pool) {
   const int64_t Hk = p.keyHeads, Hv = p.valueHeads, dk = p.keyDim, dv = p.valueDim;
   const int64_t rep = Hv / Hk;
   const int64_t width = 2 * Hk * dk + Hv * dv, headState = dk * dv;
@@ -168,6 +175,9 @@ void gatedDeltaRule(const GatedDeltaRuleParams &p, const uint16_t *qkv, const ui
         for (int64_t j = 0; j < dv; ++j)
           dst[j] = floatToHalf(w[static_cast<size_t>(j)] * (o[static_cast<size_t>(j)] * inv) *
                                silu(halfToFloat(zr[j])));
+        const int32_t snap = snapshotSlots ? snapshotSlots[t] : -1;
+        if (snap >= 0)
+          std::copy(S.begin(), S.end(), state + (static_cast<int64_t>(snap) * Hv + h) * headState);
       }
       if (slot)
         for (int64_t i = 0; i < headState; ++i)

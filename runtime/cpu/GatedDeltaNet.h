@@ -42,12 +42,15 @@ struct CausalConv1dParams {
 /// when p0 == 0 or the slot is -1), zero before position 0. Then
 /// out[t, c] = fp16(silu(sum_{j<K} w[c, j] * x[p - K + 1 + j])) for the
 /// token t at position p, the sum in order of j. The state slot
-/// (stateSlots[s]) then holds x[p_last - K + 2 .. p_last], oldest first.
+/// (stateSlots[s]) then holds x[p_last - K + 2 .. p_last], oldest first,
+/// and where snapshotSlots (null: none) names a slot for token t at
+/// position p, that slot receives x[p - K + 2 .. p] the same way.
 /// `in`, `out` FP16 [T, C]; `weight` FP16 [C, K] (the checkpoint's
 /// conv1d.weight [C, 1, K]); `state` FP16 [slots, K - 1, C].
 void causalConv1d(const CausalConv1dParams &params, const uint16_t *in, const uint16_t *weight,
                   uint16_t *state, const int32_t *seqStarts, const int32_t *contextLens,
-                  const int32_t *stateSlots, uint16_t *out, ThreadPool &pool);
+                  const int32_t *stateSlots, const int32_t *snapshotSlots, uint16_t *out,
+                  ThreadPool &pool);
 
 /// The sums over the key index (S^T k, S^T q) run in blocks of this many
 /// keys (or all dk when fewer), the blocks' sums added in order: the GPU
@@ -73,14 +76,15 @@ struct GatedDeltaRuleParams {
 /// S^T k and S^T q sum over the key index in blocks of kKeyBlock (dk a
 /// multiple of it, or at most it). S [dk, dv] starts as the sequence's
 /// kept state (zero when its first token here is at position 0 or its slot
-/// is -1) and is stored back after its last token. `qkv` FP16 [T, 2 * Hk * dk + Hv * dv] laid out [q | k | v],
+/// is -1) and is stored back after its last token; after a token t whose
+/// snapshotSlots[t] >= 0 (null: none), S is copied to that slot too. `qkv` FP16 [T, 2 * Hk * dk + Hv * dv] laid out [q | k | v],
 /// heads in order within each; `gates` FP16 [T, 2 * Hv] ([b | a]); `z` and
 /// `out` FP16 [T, Hv * dv]; `aLog`, `dtBias` FP32 [Hv]; `normWeight` FP16
 /// [dv]; `state` FP32 [slots, Hv, dk, dv].
 void gatedDeltaRule(const GatedDeltaRuleParams &params, const uint16_t *qkv, const uint16_t *gates,
                     const uint16_t *z, const float *aLog, const float *dtBias,
                     const uint16_t *normWeight, float *state, const int32_t *seqStarts,
-                    const int32_t *contextLens, const int32_t *stateSlots, uint16_t *out,
-                    ThreadPool &pool);
+                    const int32_t *contextLens, const int32_t *stateSlots,
+                    const int32_t *snapshotSlots, uint16_t *out, ThreadPool &pool);
 
 } // namespace volt::cpu

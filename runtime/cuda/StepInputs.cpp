@@ -9,7 +9,7 @@ namespace volt::cuda {
 InputLayout InputLayout::forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_t maxBlocksPerSeq) {
   InputLayout l;
   l.capacity = {maxTokens, maxTokens, maxTokens, maxSeqs + 1, maxSeqs, maxSeqs * maxBlocksPerSeq,
-                maxSeqs,   maxSeqs};
+                maxSeqs,   maxSeqs,   maxTokens};
   uint64_t at = 0;
   for (size_t i = 0; i < kStepInputCount; ++i) {
     l.offset[i] = at;
@@ -48,17 +48,25 @@ std::array<uint64_t, kStepInputCount> stageInputs(const engine::StepBatch &batch
                                                   const InputLayout &layout, int32_t *staging) {
   const std::span<const int32_t> arrays[kStepInputCount] = {
       batch.tokens,      batch.positions,   batch.slotMapping, batch.seqStarts,
-      batch.contextLens, batch.blockTables, batch.logitsRows,  batch.stateSlots};
+      batch.contextLens, batch.blockTables, batch.logitsRows,  batch.stateSlots,
+      batch.stateSnapshots};
   std::array<uint64_t, kStepInputCount> counts{};
   for (size_t i = 0; i < kStepInputCount; ++i) {
     std::memcpy(staging + layout.offset[i] / sizeof(int32_t), arrays[i].data(),
                 arrays[i].size_bytes());
     counts[i] = arrays[i].size();
   }
+  auto array = [&](size_t i) { return staging + layout.offset[i] / sizeof(int32_t); };
+  // The state kernels read a snapshot slot per token: a step that makes no
+  // copies gets -1 for each (padding tokens included).
+  const uint64_t tokens = std::max<uint64_t>(static_cast<uint64_t>(batch.numTokens), padTo);
+  if (!batch.stateSlots.empty() && batch.stateSnapshots.empty()) {
+    std::fill_n(array(8), tokens, -1);
+    counts[8] = static_cast<uint64_t>(batch.numTokens);
+  }
   const uint32_t real = static_cast<uint32_t>(batch.numSeqs);
   if (padTo <= real)
     return counts;
-  auto array = [&](size_t i) { return staging + layout.offset[i] / sizeof(int32_t); };
   const uint64_t width = static_cast<uint64_t>(batch.maxBlocksPerSeq);
   for (uint32_t p = real; p < padTo; ++p) {
     array(0)[p] = 0;  // a token id every vocabulary has
@@ -69,11 +77,12 @@ std::array<uint64_t, kStepInputCount> stageInputs(const engine::StepBatch &batch
     std::fill_n(array(5) + p * width, width, 0);
     array(6)[p] = static_cast<int32_t>(p);
     array(7)[p] = -1; // no state slot: nothing is read or kept
+    array(8)[p] = -1; // no copy
   }
   // A plan without state reads no state slots, and the step may have none.
   const uint64_t stateSlots = batch.stateSlots.empty() ? 0 : padTo;
-  counts = {padTo, padTo,     padTo, uint64_t{padTo} + 1, padTo, uint64_t{padTo} * width,
-            padTo, stateSlots};
+  counts = {padTo, padTo,      padTo, uint64_t{padTo} + 1, padTo, uint64_t{padTo} * width,
+            padTo, stateSlots, stateSlots};
   return counts;
 }
 

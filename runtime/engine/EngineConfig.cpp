@@ -47,10 +47,14 @@ Status validateConfig(EngineConfig &config) {
       return Error("prompt_lookup_max: expected at least prompt_lookup_min (" +
                    std::to_string(config.promptLookupMin) + "), found " +
                    std::to_string(config.promptLookupMax));
-    if (config.numStateSlots > 0)
-      return Error("num_speculative_tokens: the model has layers with recurrent state, and a "
-                   "rejected draft's update to it cannot be undone yet; turn speculative "
-                   "decoding off");
+    // A slot per sequence and one per draft token: the copies a verify
+    // step keeps to roll a rejected draft's update back.
+    const int64_t slots = int64_t(config.maxNumSeqs) * (1 + config.numSpeculativeTokens);
+    if (config.numStateSlots > 0 && config.numStateSlots < slots)
+      return Error("num_state_slots: speculative decoding over recurrent state needs max_num_seqs "
+                   "x (1 + num_speculative_tokens) = " +
+                   std::to_string(slots) + " slots, found " +
+                   std::to_string(config.numStateSlots));
   }
   VOLT_RETURN_IF_ERROR(atLeast("max_logits_rows", config.maxLogitsRows, 0));
   if (config.maxLogitsRows == 0)

@@ -41,7 +41,9 @@ struct EngineConfig {
   /// Per-sequence state slots of the plan's recurrent layers (0: it has
   /// none). Each running sequence holds one from its admission until it
   /// finishes or is preempted (a preempted sequence is recomputed from its
-  /// first token). At least max_num_seqs when set; prefix caching must be
+  /// first token), and with speculative decoding numSpeculativeTokens more
+  /// (the copies a verify step keeps to roll back to). At least
+  /// max_num_seqs x (1 + numSpeculativeTokens) when set; prefix caching must be
   /// off, since a cached KV prefix does not bring the recurrent state at
   /// its end.
   int32_t numStateSlots = 0;

@@ -21,6 +21,7 @@ StepBatch StepBuffers::view() const {
   b.blockTables = blockTables;
   b.logitsRows = logitsRows;
   b.stateSlots = stateSlots;
+  b.stateSnapshots = stateSnapshots;
   return b;
 }
 
@@ -35,6 +36,9 @@ void Scheduler::releaseStateSlot(Sequence *seq) {
   if (seq->stateSlot >= 0)
     freeStateSlots_.push_back(seq->stateSlot);
   seq->stateSlot = -1;
+  freeStateSlots_.insert(freeStateSlots_.end(), seq->spareStateSlots.begin(),
+                         seq->spareStateSlots.end());
+  seq->spareStateSlots.clear();
 }
 
 void Scheduler::addWaiting(Sequence *seq) { waiting_.push_back(seq); }
@@ -177,10 +181,16 @@ SchedulerOutput Scheduler::schedule() {
       break;
     waiting_.pop_front();
     if (config_.numStateSlots > 0) {
-      // Fewer than max_num_seqs <= num_state_slots sequences run: one is free.
-      assert(!freeStateSlots_.empty() && seq->stateSlot < 0);
+      // Fewer than max_num_seqs sequences run, and num_state_slots >=
+      // max_num_seqs x (1 + num_speculative_tokens): 1 + k slots are free.
+      assert(seq->stateSlot < 0 && seq->spareStateSlots.empty());
+      assert(freeStateSlots_.size() >= size_t(1 + config_.numSpeculativeTokens));
       seq->stateSlot = freeStateSlots_.back();
       freeStateSlots_.pop_back();
+      for (int32_t j = 0; j < config_.numSpeculativeTokens; ++j) {
+        seq->spareStateSlots.push_back(freeStateSlots_.back());
+        freeStateSlots_.pop_back();
+      }
     }
     seq->numComputed = cached;
     seq->numCachedBlocks = int32_t(hits.size());
@@ -208,6 +218,12 @@ void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
   buf.contextLens.resize(numSeqs);
   buf.logitsRows.resize(size_t(out.numRows));
   buf.stateSlots.resize(config_.numStateSlots > 0 ? numSeqs : 0);
+  // A recurrent state is copied after each draft-carrying token of a
+  // verify step (the sequence's last token and its drafts but the last).
+  buf.stateSnapshots.assign(config_.numStateSlots > 0 && out.numDraftTokens > 0
+                                ? size_t(out.numTokens)
+                                : 0,
+                            -1);
   buf.blockTables.assign(numSeqs * width, 0);
   int32_t t = 0, row = 0;
   for (size_t s = 0; s < numSeqs; ++s) {
@@ -227,6 +243,10 @@ void Scheduler::buildBatch(const SchedulerOutput &out, StepBuffers &buf) const {
       buf.logitsRows[size_t(row++)] = t - 1 - j;
     if (!buf.stateSlots.empty())
       buf.stateSlots[s] = seq.stateSlot;
+    if (!buf.stateSnapshots.empty())
+      for (int32_t j = 0; j < out.seqs[s].numDrafts; ++j)
+        buf.stateSnapshots[size_t(t - 1 - out.seqs[s].numDrafts + j)] =
+            seq.spareStateSlots[size_t(j)];
     std::copy(seq.blocks.begin(), seq.blocks.end(), buf.blockTables.begin() + s * width);
   }
   buf.seqStarts[numSeqs] = t;
@@ -245,6 +265,10 @@ void Scheduler::finishStep(const SchedulerOutput &out, std::span<const int32_t> 
       // hold nothing else go back to the pool (last first).
       const int32_t kept = accepted.empty() ? 0 : std::clamp(accepted[i], 0, s.numDrafts);
       seq->numComputed += s.numNewTokens - s.numDrafts + kept;
+      // The state after the last kept token: the final one, or the copy
+      // made after it.
+      if (kept < s.numDrafts && seq->stateSlot >= 0)
+        std::swap(seq->stateSlot, seq->spareStateSlots[size_t(kept)]);
       const size_t blocksKept = size_t((seq->numComputed + bs - 1) / bs);
       if (seq->blocks.size() > blocksKept) {
         blocks_.release(std::span(seq->blocks).subspan(blocksKept));

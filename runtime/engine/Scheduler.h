@@ -58,7 +58,7 @@ struct SchedulerOutput {
 /// The step input arrays, owned so they are reused across steps.
 struct StepBuffers {
   std::vector<int32_t> tokens, positions, slotMapping, seqStarts, contextLens, blockTables,
-      logitsRows, stateSlots;
+      logitsRows, stateSlots, stateSnapshots;
   int32_t maxBlocksPerSeq = 0;
   StepBatch view() const;
 };
@@ -88,8 +88,9 @@ public:
   /// Records that `out` ran: advances each sequence's computed tokens and
   /// registers its newly full blocks in the prefix cache. `accepted[i]`
   /// (when given) is how many of out.seqs[i]'s drafts were kept: the KV of
-  /// the rest is discarded and blocks that hold only rejected positions go
-  /// back to the pool.
+  /// the rest is discarded, blocks that hold only rejected positions go
+  /// back to the pool, and a recurrent state is rolled back to the copy
+  /// kept after the last accepted token.
   void finishStep(const SchedulerOutput &out, std::span<const int32_t> accepted = {});
 
   size_t numWaiting() const { return waiting_.size(); }
@@ -101,7 +102,7 @@ public:
 private:
   bool allocateSlots(Sequence *seq, int32_t numNewTokens, const std::vector<BlockId> &hits);
   void preempt(Sequence *seq);
-  /// Gives `seq`'s state slot back (when it holds one).
+  /// Gives `seq`'s state slots back (when it holds them).
   void releaseStateSlot(Sequence *seq);
   void computeHashes(Sequence *seq, int32_t numFullBlocks);
   /// Drafts `seq` (decoding) may propose this step, at most `limit`.

@@ -45,6 +45,11 @@ struct Sequence {
   /// The state slot held while running (-1: none, or the plan has no
   /// recurrent state).
   int32_t stateSlot = -1;
+  /// With speculative decoding, num_speculative_tokens more slots held
+  /// while running: a verify step copies the state after its j-th
+  /// draft-carrying token to the j-th, and when drafts j + 1.. are
+  /// rejected that slot becomes stateSlot (the two trade places).
+  std::vector<int32_t> spareStateSlots;
 
   /// Draft tokens of the step being scheduled or executed (speculative
   /// decoding): they follow `tokens` at the next positions and are not

@@ -52,6 +52,13 @@ struct StepBatch {
   /// -1 for none (StepInput.StateSlots); may be empty for a plan without
   /// recurrent state.
   std::span<const int32_t> stateSlots;
+  /// i32[T] or empty: for each token, a state slot that receives a copy of
+  /// its sequence's recurrent state right after that token, or -1
+  /// (StepInput.StateSnapshots). A speculative verify step keeps the state
+  /// after each draft-carrying token so, and a rejected draft is rolled
+  /// back by taking the kept copy's slot as the sequence's own. Slots here
+  /// are no sequence's own slot and distinct.
+  std::span<const int32_t> stateSnapshots;
 
   int32_t numRows() const { return int32_t(logitsRows.size()); }
 };
@@ -109,7 +116,8 @@ public:
   /// prefix-cached block is shared). A sequence's state slot holds its
   /// recurrent state after its last step, unless this step starts it at
   /// position 0 (then it starts from zeros); the engine keeps a slot for
-  /// one sequence from its first step to its last. The backend must not
+  /// one sequence from its first step to its last (or hands it a slot that
+  /// received the copy of its state through stateSnapshots). The backend must not
   /// rely on any other state kept between steps. Called from one thread at
   /// a time.
   virtual Status runStep(const StepBatch &batch, std::span<float> logits) = 0;

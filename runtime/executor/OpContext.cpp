@@ -16,9 +16,11 @@ uint8_t *OpContext::pointer(unsigned i) const {
     return const_cast<uint8_t *>(memory_.weights) + place->offset;
   case plan::Region::Output:
     return reinterpret_cast<uint8_t *>(memory_.output);
-  case plan::Region::Input:
-    return reinterpret_cast<uint8_t *>(
-        const_cast<int32_t *>(plan::stepInput(batch, place->input).data()));
+  case plan::Region::Input: {
+    // An input the step leaves empty (StateSnapshots: no copies) is null.
+    std::span<const int32_t> in = plan::stepInput(batch, place->input);
+    return in.empty() ? nullptr : reinterpret_cast<uint8_t *>(const_cast<int32_t *>(in.data()));
+  }
   case plan::Region::Cache:
     return memory_.caches + place->offset;
   case plan::Region::Workspace:

@@ -74,7 +74,7 @@ uint32_t stateSlotCount(const Rank &rank) {
   return 0;
 }
 
-Status checkCaches(const Rank &rank, uint32_t maxNumSeqs, const std::string &where) {
+Status checkCaches(const Rank &rank, uint32_t numStateSlots, const std::string &where) {
   if (!rank.caches())
     return Error(where + " lacks its cache groups");
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
@@ -98,9 +98,10 @@ Status checkCaches(const Rank &rank, uint32_t maxNumSeqs, const std::string &whe
           g->head_dim() == 0)
         return Error(name + ": a paged KV group needs blocks, a block size, heads and a head size");
     } else {
-      if (g->num_slots() != maxNumSeqs)
+      if (g->num_slots() != numStateSlots)
         return Error(name + ": " + std::to_string(g->num_slots()) +
-                     " state slots, expected max_num_seqs (" + std::to_string(maxNumSeqs) + ")");
+                     " state slots, expected max_num_seqs x (1 + num_speculative_tokens) (" +
+                     std::to_string(numStateSlots) + ")");
       if (g->slot_bytes() == 0 || g->slot_bytes() > (uint64_t{1} << 36))
         return Error(name + ": slot_bytes " + std::to_string(g->slot_bytes()));
     }

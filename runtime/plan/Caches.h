@@ -48,12 +48,14 @@ uint32_t cacheLayerCount(const Rank &rank);
 const CacheGroup *pagedKvGroup(const Rank &rank);
 
 /// Slots per layer of the rank's StateSlots groups (they all have
-/// max_num_seqs); 0 when it has none.
+/// max_num_seqs x (1 + num_speculative_tokens)); 0 when it has none.
 uint32_t stateSlotCount(const Rank &rank);
 
 /// Checks the rank's groups: kinds, sizes, layers ascending, offsets inside
 /// cache_bytes without overlap, at most one PagedKv group, StateSlots
-/// groups of `maxNumSeqs` slots. `where` prefixes errors.
-Status checkCaches(const Rank &rank, uint32_t maxNumSeqs, const std::string &where);
+/// groups of `numStateSlots` slots (max_num_seqs x (1 +
+/// num_speculative_tokens): a slot per sequence and the copies a verify
+/// step keeps). `where` prefixes errors.
+Status checkCaches(const Rank &rank, uint32_t numStateSlots, const std::string &where);
 
 } // namespace volt::plan

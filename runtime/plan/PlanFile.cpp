@@ -103,7 +103,8 @@ Status checkConsistency(const Plan &p, const std::string &name) {
     std::string where = name + ": rank " + std::to_string(r->rank());
     if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->caches())
       return Error(where + " lacks its program, buffers, weights, pack or caches");
-    VOLT_RETURN_IF_ERROR(checkCaches(*r, p.limits()->max_num_seqs(), where));
+    const uint32_t drafts = p.speculative() ? p.speculative()->num_speculative_tokens() : 0;
+    VOLT_RETURN_IF_ERROR(checkCaches(*r, p.limits()->max_num_seqs() * (1 + drafts), where));
     for (const Buffer *b : *r->buffers())
       if (b->offset() + b->bytes() < b->offset() || b->offset() + b->bytes() > r->arena_bytes())
         return Error(where + ": buffer '" + (b->name() ? b->name()->str() : "?") +

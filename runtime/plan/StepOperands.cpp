@@ -92,6 +92,8 @@ std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput inp
     return batch.logitsRows;
   case StepInput::StateSlots:
     return batch.stateSlots;
+  case StepInput::StateSnapshots:
+    return batch.stateSnapshots;
   }
   return {};
 }
@@ -142,6 +144,10 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
       // A plan without recurrent state never reads it: empty is allowed.
       expected = stateSlots == 0 && stepInput(batch, input).empty() ? 0 : S;
       break;
+    case StepInput::StateSnapshots:
+      // Empty: no copies.
+      expected = stepInput(batch, input).empty() ? 0 : T;
+      break;
     }
     const size_t found = stepInput(batch, input).size();
     if (found != expected)
@@ -179,6 +185,21 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
                    std::to_string(stateSlots) + " slots (or -1)");
     if (used[static_cast<size_t>(slot)])
       return Error("state slot " + std::to_string(slot) + " is given to two sequences");
+    used[static_cast<size_t>(slot)] = true;
+  }
+  // A snapshot slot is no sequence's own slot and serves one token: the
+  // ops write it while other sequences read theirs.
+  if (!batch.stateSnapshots.empty() && stateSlots == 0)
+    return Error("state snapshots for a plan without recurrent state");
+  for (int32_t slot : batch.stateSnapshots) {
+    if (slot == -1)
+      continue;
+    if (slot < 0 || static_cast<uint32_t>(slot) >= stateSlots)
+      return Error("state snapshot slot " + std::to_string(slot) + " is outside the plan's " +
+                   std::to_string(stateSlots) + " slots (or -1)");
+    if (used[static_cast<size_t>(slot)])
+      return Error("state snapshot slot " + std::to_string(slot) +
+                   " is a sequence's own slot or another token's snapshot");
     used[static_cast<size_t>(slot)] = true;
   }
   return Status::success();

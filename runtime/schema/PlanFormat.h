@@ -10,8 +10,10 @@ namespace volt::plan {
 /// The version this build reads and writes. Bump it on any change an older
 /// runtime would misread (plan.fbs's header says when). 2: typed params per
 /// op kind (the OpParams union of ops.fbs); cache groups (Rank.caches)
-/// with state slots in place of one KV cache indexed by layer.
-inline constexpr uint32_t kFormatVersion = 2;
+/// with state slots in place of one KV cache indexed by layer. 3: the
+/// recurrent ops' snapshot_slots operand (StepInput.StateSnapshots) before
+/// their output.
+inline constexpr uint32_t kFormatVersion = 3;
 
 /// Weight-pack entries start on this boundary.
 inline constexpr uint64_t kPackAlignment = 256;

@@ -86,6 +86,7 @@ inline std::vector<GpuCase> gpuCases() {
                      input(3),
                      input(4),
                      input(7),
+                     input(8),
                      arena(1)};
   plan::EmaScanParamsT params;
   params.dim = 2048;
@@ -112,7 +113,7 @@ inline std::vector<GpuCase> gpuCases() {
   conv.op.kind = plan::OpKind::CausalConv1d;
   conv.op.name = "linear_attn_conv1d";
   conv.op.operands = {arena(0), denseWeight(0, {kConvDim, 4}), cache(), input(3), input(4),
-                      input(7), arena(1)};
+                      input(7), input(8), arena(1)};
   plan::CausalConv1dParamsT convParams;
   convParams.dim = kConvDim;
   convParams.kernel = 4;
@@ -125,7 +126,7 @@ inline std::vector<GpuCase> gpuCases() {
   gdr.op.name = "linear_attn_gated_delta_rule";
   gdr.op.operands = {arena(0),        arena(1),        arena(2), f32Weight(0, kHv),
                      f32Weight(1, kHv), denseWeight(2, {kDv}), cache(),  input(3),
-                     input(4),        input(7),        arena(3)};
+                     input(4),        input(7),        input(8), arena(3)};
   plan::GatedDeltaRuleParamsT gdrParams;
   gdrParams.key_heads = kHk;
   gdrParams.value_heads = kHv;

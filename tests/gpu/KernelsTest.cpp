@@ -703,14 +703,16 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     std::vector<float> wantState = state;
     std::vector<uint16_t> want(in.size());
     cpu::emaScan({tokens, tokens, d}, in.data(), decay.data(), wantState.data(), starts.data(),
-                 contexts.data(), stateSlots.data(), want.data(), pool);
+                 contexts.data(), stateSlots.data(), nullptr, want.data(), pool);
+    const std::vector<int32_t> noCopies(static_cast<size_t>(tokens), -1);
     ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
     ASSERT_TRUE(put(buffers, op.operands[1], decay.data(), decay.size() * 2).ok());
     auto stateBuffer = put(buffers, op.operands[2], state.data(), state.size() * 4);
     ASSERT_TRUE(put(buffers, op.operands[3], starts.data(), starts.size() * 4).ok());
     ASSERT_TRUE(put(buffers, op.operands[4], contexts.data(), contexts.size() * 4).ok());
     ASSERT_TRUE(put(buffers, op.operands[5], stateSlots.data(), stateSlots.size() * 4).ok());
-    auto out = put(buffers, op.operands[6], nullptr, want.size() * 2);
+    ASSERT_TRUE(put(buffers, op.operands[6], noCopies.data(), noCopies.size() * 4).ok());
+    auto out = put(buffers, op.operands[7], nullptr, want.size() * 2);
     run();
     // The kernel rounds as the cpu op does (--fmad=false): bit for bit.
     EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
@@ -728,6 +730,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
       stateSlots[static_cast<size_t>(s)] = s == 3 ? -1 : static_cast<int32_t>(slots - 1 - s);
     }
     std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    const std::vector<int32_t> noCopies(static_cast<size_t>(tokens), -1);
     auto runSeqs = [&](int64_t n) {
       Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, static_cast<int>(n));
       ASSERT_TRUE(ran.ok()) << ran.message();
@@ -739,14 +742,15 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
                             state = randomHalves(rng, static_cast<size_t>(slots * (k - 1) * c));
       std::vector<uint16_t> wantState = state, want(in.size());
       cpu::causalConv1d({tokens, seqs, c, k}, in.data(), w.data(), wantState.data(), starts.data(),
-                        contexts.data(), stateSlots.data(), want.data(), pool);
+                        contexts.data(), stateSlots.data(), nullptr, want.data(), pool);
       ASSERT_TRUE(put(buffers, op.operands[0], in.data(), in.size() * 2).ok());
       ASSERT_TRUE(put(buffers, op.operands[1], w.data(), w.size() * 2).ok());
       auto stateBuffer = put(buffers, op.operands[2], state.data(), state.size() * 2);
       ASSERT_TRUE(put(buffers, op.operands[3], starts.data(), starts.size() * 4).ok());
       ASSERT_TRUE(put(buffers, op.operands[4], contexts.data(), contexts.size() * 4).ok());
       ASSERT_TRUE(put(buffers, op.operands[5], stateSlots.data(), stateSlots.size() * 4).ok());
-      auto out = put(buffers, op.operands[6], nullptr, want.size() * 2);
+      ASSERT_TRUE(put(buffers, op.operands[6], noCopies.data(), noCopies.size() * 4).ok());
+      auto out = put(buffers, op.operands[7], nullptr, want.size() * 2);
       runSeqs(seqs);
       // The device's expf (SiLU) is not the host's: an ulp or two.
       expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
@@ -771,7 +775,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
       std::vector<uint16_t> want(static_cast<size_t>(tokens * hv * dv));
       cpu::gatedDeltaRule({tokens, seqs, hk, hv, dk, dv, g.eps}, qkv.data(), gates.data(), z.data(),
                           aLog.data(), dtBias.data(), norm.data(), wantState.data(), starts.data(),
-                          contexts.data(), stateSlots.data(), want.data(), pool);
+                          contexts.data(), stateSlots.data(), nullptr, want.data(), pool);
       ASSERT_TRUE(put(buffers, op.operands[0], qkv.data(), qkv.size() * 2).ok());
       ASSERT_TRUE(put(buffers, op.operands[1], gates.data(), gates.size() * 2).ok());
       ASSERT_TRUE(put(buffers, op.operands[2], z.data(), z.size() * 2).ok());
@@ -782,7 +786,8 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
       ASSERT_TRUE(put(buffers, op.operands[7], starts.data(), starts.size() * 4).ok());
       ASSERT_TRUE(put(buffers, op.operands[8], contexts.data(), contexts.size() * 4).ok());
       ASSERT_TRUE(put(buffers, op.operands[9], stateSlots.data(), stateSlots.size() * 4).ok());
-      auto out = put(buffers, op.operands[10], nullptr, want.size() * 2);
+      ASSERT_TRUE(put(buffers, op.operands[10], noCopies.data(), noCopies.size() * 4).ok());
+      auto out = put(buffers, op.operands[11], nullptr, want.size() * 2);
       runSeqs(seqs);
       // The emulator matches the cpu op bit for bit on the host's libm; the
       // device's expf, log1pf and rsqrt differ by an ulp or two, which the

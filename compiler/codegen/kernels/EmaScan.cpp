@@ -20,7 +20,7 @@ Result<PlannedLaunch> planEmaScan(LaunchContext &c, const Variant &v) {
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = {0, 1, 0, 1};
   l.grid[1] = {0, 0, (p.dim + threads - 1) / threads, 1};
-  for (size_t i = 0; i < 7; ++i)
+  for (size_t i = 0; i < 8; ++i)
     l.args.push_back(LaunchArg::pointer(c.at(i)));
   l.args.push_back(LaunchArg::seqCount());
   return l;

@@ -22,7 +22,7 @@ Result<PlannedLaunch> planCausalConv1d(LaunchContext &c, const Variant &v) {
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = {0, 1, 0, 1};
   l.grid[1] = {0, 0, (p.dim + threads - 1) / threads, 1};
-  for (size_t i = 0; i < 7; ++i)
+  for (size_t i = 0; i < 8; ++i)
     l.args.push_back(LaunchArg::pointer(c.at(i)));
   l.args.push_back(LaunchArg::seqCount());
   return l;
@@ -49,7 +49,7 @@ Result<PlannedLaunch> planGatedDeltaRule(LaunchContext &c, const Variant &v) {
   PlannedLaunch l = launch(c, v, r);
   l.grid[0] = {0, 1, 0, 1};
   l.grid[1] = {0, 0, p.value_heads, 1};
-  for (size_t i = 0; i < 11; ++i)
+  for (size_t i = 0; i < 12; ++i)
     l.args.push_back(LaunchArg::pointer(c.at(i)));
   l.args.push_back(LaunchArg::seqCount());
   l.args.push_back(LaunchArg::f32Value(p.eps));

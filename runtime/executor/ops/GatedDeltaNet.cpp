@@ -7,7 +7,7 @@ namespace volt::executor {
 void runCausalConv1d(OpContext &c) {
   const auto *p = c.op.params_as_CausalConv1dParams();
   cpu::causalConv1d({c.tokens(), c.seqs(), p->dim(), p->kernel()}, c.f16(0), c.f16(1), c.f16(2),
-                    c.i32(3), c.i32(4), c.i32(5), c.f16(6), c.pool);
+                    c.i32(3), c.i32(4), c.i32(5), c.i32(6), c.f16(7), c.pool);
 }
 
 void runGatedDeltaRule(OpContext &c) {
@@ -15,7 +15,7 @@ void runGatedDeltaRule(OpContext &c) {
   cpu::gatedDeltaRule({c.tokens(), c.seqs(), p->key_heads(), p->value_heads(), p->key_dim(),
                        p->value_dim(), p->eps()},
                       c.f16(0), c.f16(1), c.f16(2), c.f32(3), c.f32(4), c.f16(5), c.f32(6),
-                      c.i32(7), c.i32(8), c.i32(9), c.f16(10), c.pool);
+                      c.i32(7), c.i32(8), c.i32(9), c.i32(10), c.f16(11), c.pool);
 }
 
 } // namespace volt::executor

@@ -1,6 +1,7 @@
 // The cpu backend's hot ops at real shapes (Qwen3-30B-A3B, one rank):
 // NVFP4 linears at decode (T = 1) and small-batch (T = 64) token counts, a
-// MoE layer's gate|up at decode, and attention decode at a 4k context.
+// MoE layer's gate|up at decode, attention decode at a 4k context, and a
+// Gated DeltaNet recurrence in a speculative verify step (Qwen3.6-35B-A3B).
 // Bandwidth is reported as bytes of weights (or KV cache) read per second.
 // Run: ./build/bin/cpu_ops_bench; results in docs/perf/cpu-backend.md.
 #include "runtime/cpu/Ops.h"
@@ -148,6 +149,57 @@ BENCHMARK(BM_AttentionDecode)
     ->Args({4096, 1, 2})
     ->Args({4096, 4, 2})
     ->ArgNames({"C", "S", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// A Gated DeltaNet layer's recurrence in a speculative verify step at
+// Qwen3.6-35B-A3B's shapes (one rank: 16 key heads, 32 value heads, dk = dv
+// = 128, a 2 MiB FP32 state): S sequences of 1 + k tokens each, with or
+// without a copy of the state after each of the first k tokens (the
+// rollback copies, StepInput.StateSnapshots). Args: k, copies, S, threads.
+void BM_GatedDeltaRuleVerify(benchmark::State &state) {
+  const int64_t k = state.range(0), seqs = state.range(2);
+  const bool copies = state.range(1) != 0;
+  const int64_t hk = 16, hv = 32, dk = 128, dv = 128, n = 1 + k, tokens = seqs * n;
+  const int64_t width = 2 * hk * dk + hv * dv, stateFloats = hv * dk * dv;
+  ThreadPool pool(static_cast<int>(state.range(3)));
+  std::mt19937 rng(5);
+  std::vector<uint16_t> qkv = randomHalf(static_cast<size_t>(tokens * width), rng),
+                        gates = randomHalf(static_cast<size_t>(tokens * 2 * hv), rng),
+                        z = randomHalf(static_cast<size_t>(tokens * hv * dv), rng),
+                        norm = randomHalf(static_cast<size_t>(dv), rng);
+  std::vector<float> aLog(static_cast<size_t>(hv), -0.5f), dtBias(static_cast<size_t>(hv), 0.1f);
+  // Each sequence's own slot, then k copy slots per sequence.
+  std::vector<float> slots(static_cast<size_t>(seqs * (1 + k) * stateFloats), 0.01f);
+  std::vector<int32_t> starts(static_cast<size_t>(seqs + 1)), contexts(static_cast<size_t>(seqs)),
+      own(static_cast<size_t>(seqs)), snapshots(static_cast<size_t>(tokens), -1);
+  for (int64_t s = 0; s < seqs; ++s) {
+    starts[static_cast<size_t>(s + 1)] = static_cast<int32_t>((s + 1) * n);
+    contexts[static_cast<size_t>(s)] = static_cast<int32_t>(100 + n);
+    own[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+    for (int64_t j = 0; copies && j < k; ++j)
+      snapshots[static_cast<size_t>(s * n + j)] = static_cast<int32_t>(seqs + s * k + j);
+  }
+  std::vector<uint16_t> out(static_cast<size_t>(tokens * hv * dv));
+  for (auto _ : state) {
+    gatedDeltaRule({tokens, seqs, hk, hv, dk, dv, 1e-6f}, qkv.data(), gates.data(), z.data(),
+                   aLog.data(), dtBias.data(), norm.data(), slots.data(), starts.data(),
+                   contexts.data(), own.data(), copies ? snapshots.data() : nullptr, out.data(),
+                   pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  // State bytes read and written once per step, plus the copies.
+  state.SetBytesProcessed(state.iterations() * seqs * stateFloats * 4 * (2 + (copies ? k : 0)));
+}
+BENCHMARK(BM_GatedDeltaRuleVerify)
+    ->Args({0, 0, 1, 2})
+    ->Args({3, 0, 1, 2})
+    ->Args({3, 1, 1, 2})
+    ->Args({7, 0, 1, 2})
+    ->Args({7, 1, 1, 2})
+    ->Args({3, 0, 4, 2})
+    ->Args({3, 1, 4, 2})
+    ->ArgNames({"k", "copies", "S", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -14,6 +14,7 @@
 #include "runtime/numerics/Half.h"
 #include "runtime/plan/Caches.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/StepOperands.h"
 
 #include <gtest/gtest.h>
 
@@ -86,13 +87,17 @@ TEST(StateModel, PrefixCachingIsRefusedAtCheck) {
 class ReferenceEma {
 public:
   void check(const executor::OpObservation &o) {
-    ASSERT_EQ(o.operands.size(), 7u);
+    ASSERT_EQ(o.operands.size(), 8u);
     const auto *in = reinterpret_cast<const uint16_t *>(o.operands[0].data());
     const auto *decay = reinterpret_cast<const uint16_t *>(o.operands[1].data());
     const auto *starts = reinterpret_cast<const int32_t *>(o.operands[3].data());
     const auto *contexts = reinterpret_cast<const int32_t *>(o.operands[4].data());
     const auto *slots = reinterpret_cast<const int32_t *>(o.operands[5].data());
-    const auto *out = reinterpret_cast<const uint16_t *>(o.operands[6].data());
+    // Copies of the state after some tokens (a verify step's), or none.
+    const auto *copies = o.operands[6].empty()
+                             ? nullptr
+                             : reinterpret_cast<const int32_t *>(o.operands[6].data());
+    const auto *out = reinterpret_cast<const uint16_t *>(o.operands[7].data());
     const int64_t dim = o.op->params_as_EmaScanParams()->dim();
     const uint32_t layer = o.op->params_as_EmaScanParams()->layer();
     std::lock_guard<std::mutex> lock(mu_);
@@ -103,7 +108,7 @@ public:
         st.assign(static_cast<size_t>(dim), 0.0f);
       ASSERT_EQ(st.size(), static_cast<size_t>(dim))
           << "a sequence continues in slot " << slots[s] << " that holds no state";
-      for (int32_t t = first; t < last; ++t)
+      for (int32_t t = first; t < last; ++t) {
         for (int64_t i = 0; i < dim; ++i) {
           const float a = halfToFloat(decay[i]);
           float &v = st[static_cast<size_t>(i)];
@@ -117,11 +122,16 @@ public:
             return;
           }
         }
+        if (copies && copies[t] >= 0) {
+          state_[{o.rank, layer, copies[t]}] = st;
+          ++copiedTokens;
+        }
+      }
       checkedTokens += static_cast<size_t>(last - first);
     }
   }
 
-  size_t checkedTokens = 0, mismatches = 0;
+  size_t checkedTokens = 0, mismatches = 0, copiedTokens = 0;
 
 private:
   std::mutex mu_;
@@ -145,6 +155,12 @@ engine::EngineConfig engineConfig(const plan::Plan &p, int32_t kvBlocks) {
   c.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
   c.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
   c.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  c.maxLogitsRows = static_cast<int32_t>(plan::maxLogitsRows(*p.limits()));
+  if (const plan::Speculative *sp = p.speculative()) {
+    c.numSpeculativeTokens = static_cast<int32_t>(sp->num_speculative_tokens());
+    c.promptLookupMin = static_cast<int32_t>(sp->prompt_lookup_min());
+    c.promptLookupMax = static_cast<int32_t>(sp->prompt_lookup_max());
+  }
   return c;
 }
 
@@ -245,6 +261,59 @@ TEST(StateModel, Qwen3NextBatchedWithPreemptionEqualsEachRequestAlone) {
       const EngineRun alone = runEngine(**loaded, {prompts[i]}, 24, 0, nullptr);
       ASSERT_EQ(batched.tokens[i].size(), 24u);
       EXPECT_EQ(batched.tokens[i], alone.tokens[0]);
+    }
+  }
+}
+
+// Speculative decoding over recurrent state: a verify step copies each
+// draft-carrying token's state (StepInput.StateSnapshots), and a rejected
+// draft rolls the sequence back to the copy. With n-gram drafts on
+// repetitive prompts, greedy outputs are the plain plan's token for token,
+// for the toy EMA model (every EmaScan, copies included, checked against
+// the recurrence written above) and for Qwen3-Next's Gated DeltaNet layers,
+// through batching, chunked prefill and preemption.
+TEST(StateModel, SpeculativeDecodingRollsRejectedDraftsBack) {
+  for (const char *family : {"toy-ema", "qwen3-next"}) {
+    SCOPED_TRACE(family);
+    testing::PlanRequest plain = toyRequest(1);
+    plain.family = family;
+    testing::PlanRequest spec = plain;
+    spec.extra += "speculative: {method: ngram, num_speculative_tokens: 3, "
+                  "prompt_lookup_min: 1, prompt_lookup_max: 2}\n";
+    auto plainPlan = plan::LoadedPlan::load(testing::compilePlan(plain));
+    auto specPlan = plan::LoadedPlan::load(testing::compilePlan(spec));
+    ASSERT_TRUE(plainPlan.ok()) << plainPlan.message();
+    ASSERT_TRUE(specPlan.ok()) << specPlan.message();
+    // A slot per sequence and one per draft token, in every state group.
+    for (const plan::CacheGroup *g : *(*specPlan)->plan().ranks()->Get(0)->caches())
+      if (g->kind() == plan::CacheKind::StateSlots)
+        EXPECT_EQ(g->num_slots(), uint32_t(kMaxNumSeqs * 4));
+    const int32_t vocab = static_cast<int32_t>((*plainPlan)->plan().model()->vocab_size());
+    // Prompts that repeat a short phrase (so that lookups find drafts),
+    // one longer than a step's budget; a KV cache small enough to preempt.
+    std::vector<std::vector<int32_t>> prompts;
+    for (int32_t length : {90, 9, 30, 14, 45, 21}) {
+      std::vector<int32_t> p;
+      for (int32_t i = 0; i < length; ++i)
+        p.push_back((5 + 13 * (i % (3 + length % 4)) + length) % (vocab - 3));
+      prompts.push_back(p);
+    }
+    ReferenceEma reference;
+    const bool ema = std::string(family) == "toy-ema";
+    const EngineRun want = runEngine(**plainPlan, prompts, 32, 0, nullptr);
+    const EngineRun got = runEngine(**specPlan, prompts, 32, 12, ema ? &reference : nullptr);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      ASSERT_EQ(got.tokens[i].size(), 32u);
+      EXPECT_EQ(got.tokens[i], want.tokens[i]);
+    }
+    const engine::SpecDecodeStats &st = got.stats.specDecode;
+    EXPECT_GT(st.numAcceptedTokens, 0u);
+    EXPECT_LT(st.numAcceptedTokens, st.numDraftTokens) << "the test needs rejected drafts";
+    EXPECT_GT(got.stats.numPreemptions, 0u) << "the test needs a preemption";
+    if (ema) {
+      EXPECT_EQ(reference.mismatches, 0u);
+      EXPECT_GT(reference.copiedTokens, 0u);
     }
   }
 }

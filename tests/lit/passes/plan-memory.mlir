@@ -103,15 +103,15 @@ module attributes {
     %kv1 = vexec.kv_cache {layer = 1 : i64} : !vexec.buffer
     %s2 = vexec.state {group = "ema", layer = 2 : i64, dtype = f32, slot_bytes = 256 : i64} : !vexec.buffer
     %kv3 = vexec.kv_cache {layer = 3 : i64} : !vexec.buffer
-    vexec.launch "EmaScan"(%tok, %tok, %s0, %tok, %tok, %tok, %c)
+    vexec.launch "EmaScan"(%tok, %tok, %s0, %tok, %tok, %tok, %tok, %c)
         {params = {dim = 64 : i64, layer = 0 : i64}, kernels = [], name = "0"}
-        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     vexec.launch "Attention"(%c, %kv1, %tok, %tok, %tok, %tok, %c)
         {params = {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 1 : i64}, kernels = [], name = "1"}
         : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
-    vexec.launch "EmaScan"(%c, %tok, %s2, %tok, %tok, %tok, %c)
+    vexec.launch "EmaScan"(%c, %tok, %s2, %tok, %tok, %tok, %tok, %c)
         {params = {dim = 64 : i64, layer = 2 : i64}, kernels = [], name = "2"}
-        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     vexec.launch "Attention"(%c, %kv3, %tok, %tok, %tok, %tok, %c)
         {params = {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, layer = 3 : i64}, kernels = [], name = "3"}
         : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
@@ -132,12 +132,12 @@ module attributes {
     %c = vexec.alloc {name = "c", dtype = f16, per_token_bytes = 256 : i64, fixed_bytes = 0 : i64} : !vexec.buffer
     %s0 = vexec.state {group = "ema", layer = 0 : i64, dtype = f32, slot_bytes = 256 : i64} : !vexec.buffer
     %s2 = vexec.state {group = "ema", layer = 2 : i64, dtype = f32, slot_bytes = 128 : i64} : !vexec.buffer
-    vexec.launch "EmaScan"(%tok, %tok, %s0, %tok, %tok, %tok, %c)
+    vexec.launch "EmaScan"(%tok, %tok, %s0, %tok, %tok, %tok, %tok, %c)
         {params = {dim = 64 : i64, layer = 0 : i64}, kernels = [], name = "0"}
-        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
-    vexec.launch "EmaScan"(%c, %tok, %s2, %tok, %tok, %tok, %c)
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+    vexec.launch "EmaScan"(%c, %tok, %s2, %tok, %tok, %tok, %tok, %c)
         {params = {dim = 64 : i64, layer = 2 : i64}, kernels = [], name = "2"}
-        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
+        : !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer, !vexec.buffer
     return
   }
 }

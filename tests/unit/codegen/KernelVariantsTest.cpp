@@ -88,7 +88,7 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
     cp.kernel = 4;
     conv.params.Set(cp);
     conv.operands = {arena(0), denseWeight(0, {8192 / tp, 4}), kvCache(0), input(3),
-                     input(4),  input(7), arena(1)};
+                     input(4),  input(7), input(8), arena(1)};
     plan(conv, testing::single("causal_conv1d"));
     OpInfo rule{plan::OpKind::GatedDeltaRule, "rule", {}, {}};
     plan::GatedDeltaRuleParamsT rp;
@@ -100,7 +100,7 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
     rule.params.Set(rp);
     rule.operands = {arena(1),        arena(2),        arena(3),   denseWeight(1, {32 / tp}),
                      denseWeight(2, {32 / tp}), denseWeight(3, {128}), kvCache(1), input(3),
-                     input(4),        input(7),        arena(4)};
+                     input(4),        input(7),        input(8),   arena(4)};
     plan(rule, {{int64_t{1} << 30, "gated_delta_rule", {}}});
     OpInfo rope{plan::OpKind::QkNormRope, "rope", {}, {}};
     plan::QkNormRopeParamsT qp;

@@ -465,15 +465,16 @@ TEST(SimtOps, QkNormRopeRotatesOnlyTheRotaryDims) {
 // Four sequences: one starting at position 0 with more tokens than the
 // window, one continuing from its slot with fewer, one continuing without a
 // slot (from zeros, keeping nothing), one restarting in its slot; 300
-// channels over two blocks. Bit for bit (the same sums, in order, and exp).
+// channels over two blocks; copies of the window after three tokens (a
+// verify step's snapshots). Bit for bit (the same sums, in order, and exp).
 TEST(SimtOps, CausalConv1dKeepsEachSequencesWindow) {
-  const int dim = 300, kernel = 4, kept = kernel - 1, slots = 4;
+  const int dim = 300, kernel = 4, kept = kernel - 1, slots = 7;
   OpInfo op = makeOp<plan::CausalConv1dParamsT>(
       plan::OpKind::CausalConv1d,
       {operand(OperandKind::Arena, 0), operand(OperandKind::Weight, 0),
        operand(OperandKind::Cache, 0), operand(OperandKind::Input, 3),
        operand(OperandKind::Input, 4), operand(OperandKind::Input, 7),
-       operand(OperandKind::Arena, 1)},
+       operand(OperandKind::Input, 8), operand(OperandKind::Arena, 1)},
       [](auto &p) {
         p.dim = 300;
         p.kernel = 4;
@@ -481,30 +482,40 @@ TEST(SimtOps, CausalConv1dKeepsEachSequencesWindow) {
       });
   PlannedLaunch l = plan(op, {{"dim", dim}, {"kernel", kernel}}, 256);
   std::vector<int32_t> starts = {0, 6, 8, 9, 12}, contexts = {6, 40, 9, 3},
-                       stateSlots = {1, 3, -1, 0};
+                       stateSlots = {1, 3, -1, 0},
+                       snapshots = {-1, 4, -1, -1, -1, -1, 5, -1, -1, -1, 6, -1};
   const int tokens = starts.back(), seqs = 4;
   std::vector<uint16_t> in = randomHalves(rng, tokens * dim, 2.0f),
                         weight = randomHalves(rng, dim * kernel, 0.5f),
                         state = randomHalves(rng, slots * kept * dim, 2.0f);
+  const std::vector<uint16_t> before = state;
   std::vector<uint16_t> cpuState = state, gpu(in.size(), 0x7E00), cpuOut(in.size());
   cpu::ThreadPool pool(1);
   cpu::causalConv1d({tokens, seqs, dim, kernel}, in.data(), weight.data(), cpuState.data(),
-                    starts.data(), contexts.data(), stateSlots.data(), cpuOut.data(), pool);
+                    starts.data(), contexts.data(), stateSlots.data(), snapshots.data(),
+                    cpuOut.data(), pool);
   Memory m;
   m.tokens = tokens;
   m.seqs = seqs;
-  for (size_t i = 0; i < 7; ++i)
+  for (size_t i = 0; i < 8; ++i)
     m.bind(op.operands[i], std::vector<void *>{in.data(), weight.data(), state.data(),
                                                starts.data(), contexts.data(), stateSlots.data(),
-                                               gpu.data()}[i]);
+                                               snapshots.data(), gpu.data()}[i]);
   run(l, m, [](Args &a) {
     std::apply(conv::conv_entry,
                std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<u16>(),
                           a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
-                          a.pointer<u16>(), a.i32()});
+                          a.pointer<const int>(), a.pointer<u16>(), a.i32()});
   });
   EXPECT_EQ(gpu, cpuOut);
   EXPECT_EQ(state, cpuState);
+  // The copy after token 6 (sequence 1's first, at position 38) holds the
+  // last two inputs of its slot's window and that token's.
+  for (int c = 0; c < dim; c += 37) {
+    EXPECT_EQ(state[(5 * kept + 0) * dim + c], before[(3 * kept + 1) * dim + c]);
+    EXPECT_EQ(state[(5 * kept + 1) * dim + c], before[(3 * kept + 2) * dim + c]);
+    EXPECT_EQ(state[(5 * kept + 2) * dim + c], in[6 * dim + c]);
+  }
 }
 
 // The gated delta rule: three sequences (fresh, continuing from its slot
@@ -512,7 +523,7 @@ TEST(SimtOps, CausalConv1dKeepsEachSequencesWindow) {
 // != dv, a state column split over two threads (two key blocks of 32). Bit
 // for bit: the kernel sums in the cpu op's order.
 TEST(SimtOps, GatedDeltaRuleMatchesTheCpuOp) {
-  const int hk = 2, hv = 4, dk = 64, dv = 12, slots = 3;
+  const int hk = 2, hv = 4, dk = 64, dv = 12, slots = 5;
   const int width = 2 * hk * dk + hv * dv;
   OpInfo op = makeOp<plan::GatedDeltaRuleParamsT>(
       plan::OpKind::GatedDeltaRule,
@@ -521,7 +532,7 @@ TEST(SimtOps, GatedDeltaRuleMatchesTheCpuOp) {
        operand(OperandKind::Weight, 1), operand(OperandKind::Weight, 2),
        operand(OperandKind::Cache, 0), operand(OperandKind::Input, 3),
        operand(OperandKind::Input, 4), operand(OperandKind::Input, 7),
-       operand(OperandKind::Arena, 3)},
+       operand(OperandKind::Input, 8), operand(OperandKind::Arena, 3)},
       [](auto &p) {
         p.key_heads = 2;
         p.value_heads = 4;
@@ -533,7 +544,8 @@ TEST(SimtOps, GatedDeltaRuleMatchesTheCpuOp) {
                          {{"key_heads", hk}, {"value_heads", hv}, {"key_dim", dk},
                           {"value_dim", dv}, {"key_block", 32}},
                          2 * dv);
-  std::vector<int32_t> starts = {0, 3, 8, 10}, contexts = {3, 20, 7}, stateSlots = {2, 0, -1};
+  std::vector<int32_t> starts = {0, 3, 8, 10}, contexts = {3, 20, 7}, stateSlots = {2, 0, -1},
+                       snapshots = {-1, -1, -1, 1, -1, 4, -1, -1, -1, -1};
   const int tokens = starts.back(), seqs = 3;
   std::vector<uint16_t> qkv = randomHalves(rng, tokens * width, 1.0f),
                         gates = randomHalves(rng, tokens * 2 * hv, 1.5f),
@@ -552,13 +564,14 @@ TEST(SimtOps, GatedDeltaRuleMatchesTheCpuOp) {
   cpu::ThreadPool pool(1);
   cpu::gatedDeltaRule({tokens, seqs, hk, hv, dk, dv, 1e-6f}, qkv.data(), gates.data(), z.data(),
                       aLog.data(), dtBias.data(), norm.data(), cpuState.data(), starts.data(),
-                      contexts.data(), stateSlots.data(), cpuOut.data(), pool);
+                      contexts.data(), stateSlots.data(), snapshots.data(), cpuOut.data(), pool);
   Memory m;
   m.tokens = tokens;
   m.seqs = seqs;
-  std::vector<void *> bound = {qkv.data(),    gates.data(),  z.data(),          aLog.data(),
-                               dtBias.data(), norm.data(),   state.data(),      starts.data(),
-                               contexts.data(), stateSlots.data(), gpu.data()};
+  std::vector<void *> bound = {qkv.data(),      gates.data(),      z.data(),
+                               aLog.data(),     dtBias.data(),     norm.data(),
+                               state.data(),    starts.data(),     contexts.data(),
+                               stateSlots.data(), snapshots.data(), gpu.data()};
   for (size_t i = 0; i < bound.size(); ++i)
     m.bind(op.operands[i], bound[i]);
   run(l, m, [](Args &a) {
@@ -566,11 +579,11 @@ TEST(SimtOps, GatedDeltaRuleMatchesTheCpuOp) {
                std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<const u16>(),
                           a.pointer<const float>(), a.pointer<const float>(),
                           a.pointer<const u16>(), a.pointer<float>(), a.pointer<const int>(),
-                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<u16>(),
-                          a.i32(), a.f32()});
+                          a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
+                          a.pointer<u16>(), a.i32(), a.f32()});
   });
   EXPECT_EQ(gpu, cpuOut);
-  EXPECT_EQ(state, cpuState);
+  EXPECT_EQ(state, cpuState); // the copies in slots 1 and 4 included
 }
 
 TEST(SimtOps, SigmoidMul) {
@@ -607,7 +620,7 @@ TEST(SimtOps, EmaScanKeepsEachSequencesState) {
                                    {operand(OperandKind::Arena, 0), operand(OperandKind::Weight, 0),
                                     operand(OperandKind::Cache, 0), operand(OperandKind::Input, 3),
                                     operand(OperandKind::Input, 4), operand(OperandKind::Input, 7),
-                                    operand(OperandKind::Arena, 1)},
+                                    operand(OperandKind::Input, 8), operand(OperandKind::Arena, 1)},
                                    [](auto &p) {
                                      p.dim = 300;
                                      p.layer = 2;
@@ -618,7 +631,8 @@ TEST(SimtOps, EmaScanKeepsEachSequencesState) {
   std::uniform_real_distribution<float> a(0.05f, 0.95f);
   for (uint16_t &d : decay)
     d = floatToHalf(a(rng));
-  std::vector<int32_t> starts = {0, 4, 5, 9}, contexts = {4, 8, 30}, stateSlots = {2, 0, -1};
+  std::vector<int32_t> starts = {0, 4, 5, 9}, contexts = {4, 8, 30}, stateSlots = {2, 0, -1},
+                       snapshots = {-1, 3, -1, -1, -1, -1, -1, -1, -1};
   std::vector<float> state(slots * 300);
   for (float &v : state)
     v = a(rng) - 0.5f;
@@ -626,7 +640,7 @@ TEST(SimtOps, EmaScanKeepsEachSequencesState) {
   std::vector<uint16_t> gpu(in.size(), 0x7E00), cpuOut(in.size());
   cpu::ThreadPool pool(1);
   cpu::emaScan({tokens, seqs, 300}, in.data(), decay.data(), cpuState.data(), starts.data(),
-               contexts.data(), stateSlots.data(), cpuOut.data(), pool);
+               contexts.data(), stateSlots.data(), snapshots.data(), cpuOut.data(), pool);
   Memory m;
   m.tokens = tokens;
   m.seqs = seqs;
@@ -636,17 +650,21 @@ TEST(SimtOps, EmaScanKeepsEachSequencesState) {
   m.bind(op.operands[3], starts.data());
   m.bind(op.operands[4], contexts.data());
   m.bind(op.operands[5], stateSlots.data());
-  m.bind(op.operands[6], gpu.data());
+  m.bind(op.operands[6], snapshots.data());
+  m.bind(op.operands[7], gpu.data());
   run(l, m, [](Args &a) {
     std::apply(ema::ema_entry,
                std::tuple{a.pointer<const u16>(), a.pointer<const u16>(), a.pointer<float>(),
                           a.pointer<const int>(), a.pointer<const int>(), a.pointer<const int>(),
-                          a.pointer<u16>(), a.i32()});
+                          a.pointer<const int>(), a.pointer<u16>(), a.i32()});
   });
   EXPECT_EQ(gpu, cpuOut);
   EXPECT_EQ(state, cpuState);
-  // What the slots hold: slot 2 restarted, slot 0 continued, 1 and 3 untouched.
-  for (int s : {1, 3})
+  // What the slots hold: slot 2 restarted, slot 0 continued, slot 3 the
+  // copy after token 1 (its out is that state, rounded), slot 1 untouched.
+  for (int i = 0; i < 300; ++i)
+    EXPECT_EQ(floatToHalf(state[3 * 300 + i]), cpuOut[300 + i]);
+  for (int s : {1})
     for (int i = 0; i < 300; ++i)
       EXPECT_EQ(state[s * 300 + i], cpuState[s * 300 + i]);
 }

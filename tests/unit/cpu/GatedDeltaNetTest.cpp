@@ -63,6 +63,8 @@ const Golden &golden() {
 // side by side, each in its own state slot.
 struct Batch {
   std::vector<int32_t> seqStarts{0}, contextLens, stateSlots;
+  /// Per token, or empty: no copies.
+  std::vector<int32_t> snapshots;
   std::vector<uint16_t> convIn, qkv, gates, z;
   int64_t tokens = 0;
 };
@@ -113,7 +115,8 @@ void runConv(const Batch &b, State &st, std::vector<uint16_t> &out, ThreadPool &
   out.assign(static_cast<size_t>(b.tokens * g.C), 0);
   causalConv1d({b.tokens, static_cast<int64_t>(b.stateSlots.size()), g.C, g.K}, b.convIn.data(),
                g.convWeight.data(), st.conv.data(), b.seqStarts.data(), b.contextLens.data(),
-               b.stateSlots.data(), out.data(), pool);
+               b.stateSlots.data(), b.snapshots.empty() ? nullptr : b.snapshots.data(), out.data(),
+               pool);
 }
 
 void runRule(const Batch &b, State &st, std::vector<uint16_t> &out, ThreadPool &pool) {
@@ -123,7 +126,8 @@ void runRule(const Batch &b, State &st, std::vector<uint16_t> &out, ThreadPool &
                   g.eps},
                  b.qkv.data(), b.gates.data(), b.z.data(), g.aLog.data(), g.dtBias.data(),
                  g.normWeight.data(), st.rec.data(), b.seqStarts.data(), b.contextLens.data(),
-                 b.stateSlots.data(), out.data(), pool);
+                 b.stateSlots.data(), b.snapshots.empty() ? nullptr : b.snapshots.data(),
+                 out.data(), pool);
 }
 
 // The largest |volt - reference| over `scale`, the reference's largest
@@ -214,6 +218,66 @@ TEST(GatedDeltaNet, ChunkedPrefillGivesTheSameBitsAsTheWhole) {
   EXPECT_EQ(outParts, outWhole);
   EXPECT_EQ(a.conv, b.conv);
   EXPECT_EQ(a.rec, b.rec);
+}
+
+// A verify step's copies: the state copied after token j of a step is the
+// state a step that stopped at token j leaves, bit for bit (the engine rolls
+// a rejected draft back by taking that copy as the sequence's state).
+TEST(GatedDeltaNet, ACopyAfterATokenIsTheStateOfAStepEndingThere) {
+  const Golden &g = golden();
+  ThreadPool pool(2);
+  // Sequence 0's 75-token prefill, copying after tokens 9 and 40 into the
+  // two slots no sequence uses here.
+  std::map<int, int32_t> positions;
+  Batch whole = batchOf(nlohmann::json::array({g.steps[0][0]}), positions);
+  whole.snapshots.assign(static_cast<size_t>(whole.tokens), -1);
+  whole.snapshots[9] = slotOf(1);
+  whole.snapshots[40] = slotOf(2);
+  State copied;
+  std::vector<uint16_t> conv, out;
+  runConv(whole, copied, conv, pool);
+  runRule(whole, copied, out, pool);
+  for (int64_t upTo : {9, 40}) {
+    SCOPED_TRACE("copy after token " + std::to_string(upTo));
+    const int64_t n = upTo + 1;
+    Batch part;
+    part.tokens = n;
+    part.seqStarts = {0, static_cast<int32_t>(n)};
+    part.contextLens = {static_cast<int32_t>(n)};
+    part.stateSlots = {slotOf(0)};
+    part.convIn.assign(whole.convIn.begin(), whole.convIn.begin() + n * g.C);
+    part.qkv.assign(whole.qkv.begin(), whole.qkv.begin() + n * g.C);
+    part.gates.assign(whole.gates.begin(), whole.gates.begin() + n * 2 * g.Hv);
+    part.z.assign(whole.z.begin(), whole.z.begin() + n * g.Hv * g.dv);
+    State shorter;
+    std::vector<uint16_t> c, o;
+    runConv(part, shorter, c, pool);
+    runRule(part, shorter, o, pool);
+    const int32_t copy = upTo == 9 ? slotOf(1) : slotOf(2);
+    const int64_t convSlot = (g.K - 1) * g.C, recSlot = g.Hv * g.dk * g.dv;
+    EXPECT_TRUE(std::equal(shorter.conv.begin() + slotOf(0) * convSlot,
+                           shorter.conv.begin() + (slotOf(0) + 1) * convSlot,
+                           copied.conv.begin() + copy * convSlot));
+    EXPECT_TRUE(std::equal(shorter.rec.begin() + slotOf(0) * recSlot,
+                           shorter.rec.begin() + (slotOf(0) + 1) * recSlot,
+                           copied.rec.begin() + copy * recSlot));
+    // And a copy is not the final state (the test can tell them apart).
+    EXPECT_FALSE(std::equal(copied.rec.begin() + slotOf(0) * recSlot,
+                            copied.rec.begin() + (slotOf(0) + 1) * recSlot,
+                            copied.rec.begin() + copy * recSlot));
+  }
+  // The outputs and the final state are those of a step without copies.
+  State plain;
+  whole.snapshots.clear();
+  std::vector<uint16_t> conv2, out2;
+  runConv(whole, plain, conv2, pool);
+  runRule(whole, plain, out2, pool);
+  EXPECT_EQ(conv, conv2);
+  EXPECT_EQ(out, out2);
+  const int64_t recSlot = g.Hv * g.dk * g.dv;
+  EXPECT_TRUE(std::equal(plain.rec.begin() + slotOf(0) * recSlot,
+                         plain.rec.begin() + (slotOf(0) + 1) * recSlot,
+                         copied.rec.begin() + slotOf(0) * recSlot));
 }
 
 // Step 0 batched against each of its sequences run alone, and with 1 or 2

@@ -110,6 +110,8 @@ public:
   void enableState(int32_t slots) { states_.assign(size_t(slots), kNoState); }
   /// The slots each step gave, in batch order.
   std::vector<std::vector<int32_t>> slotsPerStep;
+  /// State copies made through StepBatch::stateSnapshots.
+  int64_t numSnapshots = 0;
 
   Status fetchRows(std::span<const int32_t> seqs, std::span<float> rows) override {
     if (failFetch)
@@ -155,8 +157,13 @@ public:
         } else {
           state = states_[slot];
         }
-        for (int32_t t = begin; t < b.seqStarts[s + 1]; ++t)
+        for (int32_t t = begin; t < b.seqStarts[s + 1]; ++t) {
           state = stateStep(state, b.tokens[t]);
+          if (!b.stateSnapshots.empty() && b.stateSnapshots[t] >= 0) {
+            states_[size_t(b.stateSnapshots[t])] = state;
+            ++numSnapshots;
+          }
+        }
         if (slot >= 0)
           states_[slot] = state;
       }
@@ -213,6 +220,19 @@ private:
         return Error("fake model: state slot " + std::to_string(slot) + " out of range");
       if (used[size_t(slot)])
         return Error("fake model: state slot " + std::to_string(slot) + " used twice in a step");
+      used[size_t(slot)] = true;
+    }
+    if (!b.stateSnapshots.empty() && int32_t(b.stateSnapshots.size()) != b.numTokens)
+      return Error("fake model: " + std::to_string(b.stateSnapshots.size()) +
+                   " state snapshots for " + std::to_string(b.numTokens) + " tokens");
+    for (int32_t slot : b.stateSnapshots) {
+      if (slot == -1)
+        continue;
+      if (slot < 0 || size_t(slot) >= states_.size())
+        return Error("fake model: state snapshot slot " + std::to_string(slot) + " out of range");
+      if (used[size_t(slot)])
+        return Error("fake model: state snapshot slot " + std::to_string(slot) +
+                     " is a sequence's slot or another token's snapshot");
       used[size_t(slot)] = true;
     }
     slotsPerStep.emplace_back(b.stateSlots.begin(), b.stateSlots.end());

@@ -193,6 +193,32 @@ TEST(Speculative, PreemptionAndPrefixCachingKeepOutputsExact) {
   }
 }
 
+// A recurrent model (the fake's state is a hash of the sequence's tokens,
+// checked against its KV history every step): a verify step copies the
+// state after each draft-carrying token, and a rejected draft leaves none
+// of its update behind, under batching, chunked prefill and preemption.
+TEST(Speculative, RecurrentStateIsRolledBackToTheLastKeptDraft) {
+  for (int32_t k : {1, 3, 7}) {
+    for (bool sampled : {false, true}) {
+      SCOPED_TRACE("k=" + std::to_string(k) + (sampled ? " seeded" : " greedy"));
+      EngineConfig cfg = specConfig(k);
+      cfg.numStateSlots = cfg.maxNumSeqs * (1 + k);
+      cfg.maxNumBatchedTokens = 24; // chunked prefills
+      cfg.numKvBlocks = 40;         // preemption
+      Harness h(cfg);
+      Submitted r = submitMany(h, 14, uint32_t(70 + k), sampled, 30, 40);
+      h.runToIdle();
+      expectOutputs(h, r);
+      const SpecDecodeStats st = h.engine->stats().specDecode;
+      EXPECT_GT(st.numAcceptedTokens, 0u);
+      // Some drafts were rejected, so some states came from their copies.
+      EXPECT_LT(st.numAcceptedTokens, st.numDraftTokens);
+      EXPECT_GT(h.model->numSnapshots, 0);
+      EXPECT_GT(h.engine->stats().numPreemptions, 0u);
+    }
+  }
+}
+
 TEST(Speculative, StopTokensAndStringsInsideAnAcceptedRun) {
   EngineConfig cfg = specConfig(7);
   Harness h(cfg);
@@ -366,8 +392,10 @@ TEST(Speculative, ConfigErrorsNameTheKey) {
   fails(c, "prompt_lookup_max");
   c = specConfig(3);
   c.enablePrefixCaching = false;
-  c.numStateSlots = c.maxNumSeqs;
-  fails(c, "num_speculative_tokens");
+  c.numStateSlots = c.maxNumSeqs * 4 - 1; // a slot per sequence and per draft token
+  fails(c, "num_state_slots");
+  c.numStateSlots = c.maxNumSeqs * 4;
+  EXPECT_TRUE(validateConfig(c).ok());
   c = specConfig(3);
   c.maxLogitsRows = c.maxNumSeqs - 1;
   fails(c, "max_logits_rows");

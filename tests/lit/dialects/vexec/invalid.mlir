@@ -85,7 +85,7 @@ func.func @kernels_not_dictionaries(%b: !vexec.buffer) {
 // -----
 
 func.func @unknown_input() {
-  // expected-error @+1 {{unknown name 'token_ids' (valid: tokens, positions, slot_mapping, seq_starts, context_lens, block_tables, logits_rows, state_slots)}}
+  // expected-error @+1 {{unknown name 'token_ids' (valid: tokens, positions, slot_mapping, seq_starts, context_lens, block_tables, logits_rows, state_slots, state_snapshots)}}
   %t = vexec.input {name = "token_ids"} : !vexec.buffer
   return
 }

@@ -1,6 +1,7 @@
-// templates/gather_rows.cu - GatherRows: out[s] = in[rows[s]] (each
-// sequence's last token before the LM head). Exact copies.
-// Constants: DIM, ELEMENT_BYTES (2 or 4). Launch: grid.x = S, THREADS.
+// templates/gather_rows.cu - GatherRows: out[r] = in[rows[r]] (each logits
+// row's token before the LM head: a sequence's last token, and in a
+// speculative verify step its draft-carrying tokens). Exact copies.
+// Constants: DIM, ELEMENT_BYTES (2 or 4). Launch: grid.x = R, THREADS.
 #include "common/volt.cuh"
 
 using namespace volt;

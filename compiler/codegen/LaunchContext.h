@@ -40,11 +40,11 @@ struct LaunchContext {
 
 /// Rows of an activation operand: T, or S for per-sequence buffers.
 inline GridRule rowsRule(const OperandInfo &o, uint32_t perBlock = 1) {
-  return o.perSequence ? GridRule{0, 1, 0, perBlock} : GridRule{1, 0, 0, perBlock};
+  return o.perRow ? GridRule::rows(perBlock) : GridRule::tokens(perBlock);
 }
 
 inline LaunchArg rowsArg(const OperandInfo &o) {
-  return o.perSequence ? LaunchArg::seqCount() : LaunchArg::tokenCount();
+  return o.perRow ? LaunchArg::rowCount() : LaunchArg::tokenCount();
 }
 
 inline uint32_t configThreads(const Variant &v, uint32_t fallback) {

@@ -61,6 +61,12 @@ LaunchArg LaunchArg::seqCount() {
   return a;
 }
 
+LaunchArg LaunchArg::rowCount() {
+  LaunchArg a;
+  a.kind = Kind::RowCount;
+  return a;
+}
+
 size_t KernelRegistry::add(const KernelRequest &request) {
   std::string key = request.key();
   auto it = byKey_.find(key);

@@ -39,9 +39,10 @@ struct OperandInfo {
   OperandKind kind = OperandKind::Arena;
   uint32_t index = 0;
   /// Arena buffers: FP32 elements (else FP16 or I32), and one row per
-  /// sequence rather than per token (what follows GatherRows).
+  /// logits row rather than per token (what follows GatherRows: R rows, R =
+  /// S unless a speculative verify step asks for draft rows).
   bool f32 = false;
-  bool perSequence = false;
+  bool perRow = false;
   /// Weights: logical shape, rows of each fused part, global scales
   /// (experts x parts), NVFP4 or dense FP16.
   std::vector<int64_t> shape;
@@ -98,20 +99,31 @@ struct ProgramInfo {
   uint64_t kvLayerBytes() const { return uint64_t{kvBlocks} * kvBlockSize * kvHeads * headDim * 2; }
 };
 
-/// ceil((perToken * T + perSeq * S + fixed) / divisor), as plan.GridDim.
+/// ceil((perToken * T + perSeq * S + perRow * R + fixed) / divisor), as
+/// plan.GridDim.
 struct GridRule {
-  uint32_t perToken = 0, perSeq = 0, fixed = 1, divisor = 1;
+  uint32_t perToken = 0, perSeq = 0, fixed = 1, divisor = 1, perRow = 0;
 
   static GridRule tokens(uint32_t perBlock = 1) { return {1, 0, 0, perBlock}; }
+  static GridRule rows(uint32_t perBlock = 1) { return {0, 0, 0, perBlock, 1}; }
   static GridRule one() { return {0, 0, 1, 1}; }
-  uint64_t at(uint64_t t, uint64_t s) const {
-    return (perToken * t + perSeq * s + fixed + divisor - 1) / divisor;
+  uint64_t at(uint64_t t, uint64_t s, uint64_t r) const {
+    return (perToken * t + perSeq * s + perRow * r + fixed + divisor - 1) / divisor;
   }
+  /// A step of one logits row per sequence (R = S).
+  uint64_t at(uint64_t t, uint64_t s) const { return at(t, s, s); }
 };
 
 /// plan.Arg.
 struct LaunchArg {
-  enum class Kind : uint8_t { Pointer = 0, I32 = 1, F32 = 2, TokenCount = 3, SeqCount = 4 };
+  enum class Kind : uint8_t {
+    Pointer = 0,
+    I32 = 1,
+    F32 = 2,
+    TokenCount = 3,
+    SeqCount = 4,
+    RowCount = 5
+  };
   Kind kind = Kind::I32;
   OperandKind operandKind = OperandKind::Arena;
   uint32_t operandIndex = 0;
@@ -126,6 +138,7 @@ struct LaunchArg {
   static LaunchArg f32Value(float v);
   static LaunchArg tokenCount();
   static LaunchArg seqCount();
+  static LaunchArg rowCount();
 };
 
 struct PlannedLaunch {

@@ -109,13 +109,6 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
   for (size_t i = 0; i < c.mixers.size(); ++i)
     if (c.mixers[i] != model::MixerKind::Attention)
       recurrent.push_back(std::to_string(i));
-  if (s.speculative.method != spec::SpeculativeMethod::None) {
-    if (!s.sku.isCpu())
-      return Error(file + ": speculative: the " + std::string(spec::archName(s.sku.arch)) +
-                   " backend does not verify drafts yet (its step programs serve one logits "
-                   "row per sequence); speculative decoding runs on the cpu target for now; "
-                   "remove 'speculative'");
-  }
   if (s.enablePrefixCaching && !recurrent.empty())
     return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
                  " keep a recurrent state per sequence, which a cached prefix does not "

@@ -169,11 +169,10 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     }
   }
 
-  if (p.speculative())
-    return Error(where + ": the plan verifies speculative drafts, which the cuda backend does "
-                         "not run yet; compile it without 'speculative'");
   const plan::Limits *limits = p.limits();
   const uint64_t maxTokens = limits->max_num_batched_tokens(), maxSeqs = limits->max_num_seqs();
+  // Logits rows: one per sequence, and a speculative plan's draft rows.
+  const uint64_t maxRows = plan::maxLogitsRows(*limits);
   const uint64_t vocab = p.model()->vocab_size();
   if (const plan::Sampler *sampler = p.sampler()) {
     // The loader checked it (runtime/plan).
@@ -184,7 +183,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
   }
   shared.logitsChunkRows = std::max<uint64_t>(1, options.logitsChunkBytes / (vocab * 4));
   shared.logitsChunks =
-      static_cast<uint32_t>((maxSeqs + shared.logitsChunkRows - 1) / shared.logitsChunkRows);
+      static_cast<uint32_t>((maxRows + shared.logitsChunkRows - 1) / shared.logitsChunkRows);
   for (uint32_t r = 0; r < ranks; ++r) {
     auto rank = std::make_unique<Rank>();
     Rank &rs = *rank;
@@ -220,7 +219,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     for (const plan::Op *op : *pr->ops())
       if (op->kind() == OpKind::AllGather) {
         const plan::Operand *in = op->operands()->Get(0);
-        const uint64_t rows = plan::operandRows(*pr, *in, maxTokens, maxSeqs),
+        const uint64_t rows = plan::operandRows(*pr, *in, maxTokens, maxRows),
                        elem = plan::dtypeBytes(plan::operandDtype(*pr, *in));
         gatherBytes =
             std::max(gatherBytes, rows * op->params_as_AllGatherParams()->dim() * elem * ranks);
@@ -229,12 +228,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     const uint64_t weightBytes = pr->pack()->bytes();
     if (!options.syntheticWeights && pack.size() != weightBytes)
       return Error(where + ": the weight pack of rank " + std::to_string(r) + " is not loaded");
-    rs.layout = InputLayout::forLimits(maxTokens, maxSeqs, limits->max_blocks_per_seq());
+    rs.layout = InputLayout::forLimits(maxTokens, maxSeqs, limits->max_blocks_per_seq(), maxRows);
     const uint64_t inputBytes = rs.layout.totalBytes;
     // The sampler runs on rank 0 only.
     const uint64_t candidateBytes = r == 0 ? shared.candidates.totalBytes : 0;
     const uint64_t need = weightBytes + pr->arena_bytes() + pr->workspace_bytes() + cacheBytes +
-                          inputBytes + maxSeqs * vocab * 4 + gatherBytes + candidateBytes;
+                          inputBytes + maxRows * vocab * 4 + gatherBytes + candidateBytes;
     size_t freeBytes = 0, totalBytes = 0;
     VOLT_RETURN_IF_ERROR(d.check(d.cuMemGetInfo(&freeBytes, &totalBytes), label + ": memory"));
     if (need > freeBytes)
@@ -265,7 +264,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     VOLT_RETURN_IF_ERROR(
         allocate(pr->arena_bytes() + pr->workspace_bytes(), rs.arena, "the activation arena"));
     VOLT_RETURN_IF_ERROR(allocate(cacheBytes, rs.caches, "the caches"));
-    VOLT_RETURN_IF_ERROR(allocate(maxSeqs * vocab * 4, rs.logits, "the logits"));
+    VOLT_RETURN_IF_ERROR(allocate(maxRows * vocab * 4, rs.logits, "the logits"));
     if (gatherBytes)
       VOLT_RETURN_IF_ERROR(allocate(gatherBytes, rs.gather, "the all-gather staging"));
     if (candidateBytes)
@@ -297,7 +296,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
       VOLT_RETURN_IF_ERROR(event(rs.stepDone[slot]));
       if (r != 0)
         continue;
-      VOLT_RETURN_IF_ERROR(pinned(maxSeqs * vocab * 4, host, "the logits"));
+      VOLT_RETURN_IF_ERROR(pinned(maxRows * vocab * 4, host, "the logits"));
       rs.stagedLogits[slot] = static_cast<float *>(host);
       rs.logitsReady[slot].resize(shared.logitsChunks);
       for (CUevent &e : rs.logitsReady[slot])

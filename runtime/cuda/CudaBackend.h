@@ -156,7 +156,7 @@ private:
   /// Whether the other ranks' part of step `ticket` failed.
   Status checkOtherRanks(uint64_t ticket);
   /// finishStep's waits and copies, once `ticket` is taken off the queue.
-  Status waitForLogits(uint64_t ticket, uint64_t seqs, std::span<float> logits);
+  Status waitForLogits(uint64_t ticket, uint64_t rows, std::span<float> logits);
 
   const plan::LoadedPlan &plan_;
   std::unique_ptr<Shared> shared_;

@@ -84,7 +84,9 @@ struct CudaBackend::Shared {
 
   struct InFlight {
     uint64_t ticket = 0;
-    uint32_t seqs = 0;
+    /// Logits rows (R; = S but in speculative verify steps), or sequences
+    /// of a candidates step.
+    uint32_t rows = 0;
     /// Submitted for candidates (runStepCandidates), not logits.
     bool candidates = false;
   };

@@ -53,6 +53,12 @@ Status CudaBackend::runStepCandidates(const engine::StepBatch &batch,
     return Error("a step submitted with submitStep is still in flight; finish it first");
   const size_t S = batch.numSeqs > 0 ? static_cast<size_t>(batch.numSeqs) : 0;
   const size_t k = shared.samplerK;
+  // The sampler reads one logits row per sequence.
+  if (batch.numRows() != batch.numSeqs)
+    return Error("a step of " + std::to_string(batch.numRows()) + " logits rows for " +
+                 std::to_string(S) +
+                 " sequences: sampling candidates serve one row per sequence; run a "
+                 "speculative verify step with runStep");
   if (temperatures.size() != S)
     return Error("temperatures hold " + std::to_string(temperatures.size()) + " values for " +
                  std::to_string(S) + " sequences");

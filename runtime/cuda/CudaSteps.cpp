@@ -22,13 +22,6 @@
 namespace volt::cuda {
 
 Status CudaBackend::checkBatch(const engine::StepBatch &batch) const {
-  // The step programs size their per-row launches by S (ArgKind SeqCount,
-  // GridDim.per_seq): a verify step's extra rows have no launch yet.
-  if (batch.numRows() != batch.numSeqs)
-    return Error("a step of " + std::to_string(batch.numRows()) + " logits rows for " +
-                 std::to_string(batch.numSeqs) +
-                 " sequences: the cuda backend serves one row per sequence (speculative "
-                 "decoding runs on the cpu backend for now)");
   return plan::checkStep(plan_.plan(), batch);
 }
 
@@ -36,9 +29,9 @@ Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> log
   VOLT_RETURN_IF_ERROR(shared_->usable());
   if (!shared_->inFlight.empty())
     return Error("a step submitted with submitStep is still in flight; finish it first");
-  if (batch.numSeqs >= 1 && logits.size() != static_cast<size_t>(batch.numSeqs) * shared_->vocab)
+  if (batch.numSeqs >= 1 && logits.size() != static_cast<size_t>(batch.numRows()) * shared_->vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
-                 std::to_string(batch.numSeqs) + " sequences x " + std::to_string(shared_->vocab));
+                 std::to_string(batch.numRows()) + " rows x " + std::to_string(shared_->vocab));
   VOLT_ASSIGN_OR_RETURN(uint64_t ticket, submitStep(batch));
   return finishStep(ticket, logits);
 }
@@ -115,7 +108,7 @@ Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float
                         (mode.kind == StepMode::Capture &&
                          shared.bucketStates[mode.graphIndex] == BucketState::Captured);
   ++(graphRan ? shared.stats.graphSteps : shared.stats.directSteps);
-  shared.inFlight.push_back({ticket, static_cast<uint32_t>(batch.numSeqs), mode.candidates});
+  shared.inFlight.push_back({ticket, static_cast<uint32_t>(batch.numRows()), mode.candidates});
   ++shared.nextTicket;
   return ticket;
 }
@@ -164,16 +157,19 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const f
   case StepMode::Direct: {
     VOLT_ASSIGN_OR_RETURN(auto actions,
                           buildStep(rs.view(ranks), static_cast<uint32_t>(batch.numTokens),
-                                    static_cast<uint32_t>(batch.numSeqs)));
+                                    static_cast<uint32_t>(batch.numSeqs),
+                                    static_cast<uint32_t>(batch.numRows())));
     if (sampler)
       actions.push_back(samplerAction(rs, samplerSeqs));
     VOLT_RETURN_IF_ERROR(issueActions(target, actions));
     break;
   }
   case StepMode::Capture: {
-    // Built at the bucket size: the grids, TokenCount and SeqCount
-    // arguments and the collectives' sizes are those of the padded step.
-    VOLT_ASSIGN_OR_RETURN(auto actions, buildStep(rs.view(ranks), mode.bucket, mode.bucket));
+    // Built at the bucket size: the grids, TokenCount, SeqCount and
+    // RowCount arguments and the collectives' sizes are those of the padded
+    // step (a decode step has one row per sequence).
+    VOLT_ASSIGN_OR_RETURN(auto actions,
+                          buildStep(rs.view(ranks), mode.bucket, mode.bucket, mode.bucket));
     if (sampler)
       actions.push_back(samplerAction(rs, mode.bucket));
     auto captured = CapturedStep::capture(target, actions);
@@ -206,12 +202,12 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const f
     VOLT_RETURN_IF_ERROR(d.check(d.cuEventRecord(rs.candidatesReady[slot], rs.stream),
                                  label + ": reading the sampling candidates"));
   } else if (rs.index == 0) {
-    // The real sequences' rows only, a chunk at a time, each followed by
-    // an event that finishStep waits on before copying that chunk out.
-    const uint64_t seqs = static_cast<uint64_t>(batch.numSeqs);
+    // The real rows only, a chunk at a time, each followed by an event
+    // that finishStep waits on before copying that chunk out.
+    const uint64_t rows = static_cast<uint64_t>(batch.numRows());
     const uint64_t rowBytes = uint64_t{shared_->vocab} * 4;
-    for (uint64_t row = 0, c = 0; row < seqs; row += shared_->logitsChunkRows, ++c) {
-      const uint64_t n = std::min(shared_->logitsChunkRows, seqs - row);
+    for (uint64_t row = 0, c = 0; row < rows; row += shared_->logitsChunkRows, ++c) {
+      const uint64_t n = std::min(shared_->logitsChunkRows, rows - row);
       VOLT_RETURN_IF_ERROR(
           d.check(d.cuMemcpyDtoHAsync(rs.stagedLogits[slot] + row * shared_->vocab,
                                       rs.logits + row * rowBytes, n * rowBytes, rs.stream),
@@ -234,23 +230,23 @@ Status CudaBackend::finishStep(uint64_t ticket, std::span<float> logits) {
   if (shared.inFlight.front().candidates)
     return Error("step " + std::to_string(ticket) +
                  " was submitted for sampling candidates; it has no logits to finish with");
-  const uint64_t seqs = shared.inFlight.front().seqs;
-  if (logits.size() != seqs * shared.vocab)
+  const uint64_t rows = shared.inFlight.front().rows;
+  if (logits.size() != rows * shared.vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
-                 std::to_string(seqs) + " sequences x " + std::to_string(shared.vocab));
+                 std::to_string(rows) + " rows x " + std::to_string(shared.vocab));
   shared.inFlight.pop_front();
-  return shared.stopOn(waitForLogits(ticket, seqs, logits));
+  return shared.stopOn(waitForLogits(ticket, rows, logits));
 }
 
-Status CudaBackend::waitForLogits(uint64_t ticket, uint64_t seqs, std::span<float> logits) {
+Status CudaBackend::waitForLogits(uint64_t ticket, uint64_t rows, std::span<float> logits) {
   Shared &shared = *shared_;
   CudaDriver &d = *shared.driver;
   const uint32_t slot = static_cast<uint32_t>(ticket % kStagingSlots);
   Rank &first = *ranks_.front();
   const std::string label = "GPU " + std::to_string(first.deviceOrdinal);
   VOLT_RETURN_IF_ERROR(d.check(d.cuCtxSetCurrent(first.context), label + ": context"));
-  for (uint64_t row = 0, c = 0; row < seqs; row += shared.logitsChunkRows, ++c) {
-    const uint64_t n = std::min(shared.logitsChunkRows, seqs - row);
+  for (uint64_t row = 0, c = 0; row < rows; row += shared.logitsChunkRows, ++c) {
+    const uint64_t n = std::min(shared.logitsChunkRows, rows - row);
     VOLT_RETURN_IF_ERROR(
         d.check(d.cuEventSynchronize(first.logitsReady[slot][c]), label + ": running the step"));
     std::memcpy(logits.data() + row * shared.vocab, first.stagedLogits[slot] + row * shared.vocab,

@@ -14,18 +14,18 @@ const plan::Launch *selectLaunch(const plan::Op &op, uint32_t tokens) {
   return nullptr;
 }
 
-uint64_t gridExtent(const plan::GridDim *rule, uint64_t tokens, uint64_t seqs) {
+uint64_t gridExtent(const plan::GridDim *rule, uint64_t tokens, uint64_t seqs, uint64_t rows) {
   if (!rule)
     return 1;
   uint64_t divisor = rule->divisor() ? rule->divisor() : 1;
-  uint64_t n =
-      uint64_t{rule->per_token()} * tokens + uint64_t{rule->per_seq()} * seqs + rule->fixed();
+  uint64_t n = uint64_t{rule->per_token()} * tokens + uint64_t{rule->per_seq()} * seqs +
+               uint64_t{rule->per_row()} * rows + rule->fixed();
   return (n + divisor - 1) / divisor;
 }
 
 Result<std::vector<uint8_t>> packArguments(const plan::Launch &launch,
                                            const OperandAddress &address, uint32_t tokens,
-                                           uint32_t seqs) {
+                                           uint32_t seqs, uint32_t rows) {
   std::vector<uint8_t> buffer;
   auto put = [&](const void *value, size_t size) {
     size_t at = (buffer.size() + size - 1) / size * size;
@@ -63,6 +63,11 @@ Result<std::vector<uint8_t>> packArguments(const plan::Launch &launch,
     }
     case plan::ArgKind::SeqCount: {
       int32_t v = static_cast<int32_t>(seqs);
+      put(&v, 4);
+      break;
+    }
+    case plan::ArgKind::RowCount: {
+      int32_t v = static_cast<int32_t>(rows);
       put(&v, 4);
       break;
     }

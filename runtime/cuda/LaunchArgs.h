@@ -21,8 +21,9 @@ namespace volt::cuda {
 /// are sorted by max_tokens) whose max_tokens covers it; null when none does.
 const plan::Launch *selectLaunch(const plan::Op &op, uint32_t tokens);
 
-/// ceil((per_token T + per_seq S + fixed) / divisor).
-uint64_t gridExtent(const plan::GridDim *rule, uint64_t tokens, uint64_t seqs);
+/// ceil((per_token T + per_seq S + per_row R + fixed) / divisor), for a
+/// step of T tokens, S sequences and R logits rows.
+uint64_t gridExtent(const plan::GridDim *rule, uint64_t tokens, uint64_t seqs, uint64_t rows);
 
 /// The device address of an operand (a buffer, weight, step input or
 /// output, or a layer's KV cache).
@@ -34,6 +35,6 @@ using OperandAddress = std::function<Result<uint64_t>(const plan::Operand &)>;
 /// (a by-value array of floats is a run of 4-byte values).
 Result<std::vector<uint8_t>> packArguments(const plan::Launch &launch,
                                            const OperandAddress &address, uint32_t tokens,
-                                           uint32_t seqs);
+                                           uint32_t seqs, uint32_t rows);
 
 } // namespace volt::cuda

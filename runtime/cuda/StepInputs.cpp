@@ -6,10 +6,11 @@
 
 namespace volt::cuda {
 
-InputLayout InputLayout::forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_t maxBlocksPerSeq) {
+InputLayout InputLayout::forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_t maxBlocksPerSeq,
+                                   uint64_t maxRows) {
   InputLayout l;
   l.capacity = {maxTokens, maxTokens, maxTokens, maxSeqs + 1, maxSeqs, maxSeqs * maxBlocksPerSeq,
-                maxSeqs,   maxSeqs,   maxTokens};
+                std::max(maxRows, maxSeqs), maxSeqs, maxTokens};
   uint64_t at = 0;
   for (size_t i = 0; i < kStepInputCount; ++i) {
     l.offset[i] = at;

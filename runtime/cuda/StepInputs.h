@@ -37,9 +37,11 @@ struct InputLayout {
   std::array<uint64_t, kStepInputCount> capacity{};
   uint64_t totalBytes = 0;
 
-  /// Room for a step of `maxTokens` tokens and `maxSeqs` sequences with
-  /// block tables of width `maxBlocksPerSeq`; each array 256-byte aligned.
-  static InputLayout forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_t maxBlocksPerSeq);
+  /// Room for a step of `maxTokens` tokens, `maxSeqs` sequences and
+  /// `maxRows` logits rows (0: maxSeqs) with block tables of width
+  /// `maxBlocksPerSeq`; each array 256-byte aligned.
+  static InputLayout forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_t maxBlocksPerSeq,
+                               uint64_t maxRows = 0);
 };
 
 /// The token counts decode steps are captured for: powers of two below

@@ -15,7 +15,8 @@ using plan::OpKind;
 
 } // namespace
 
-Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs) {
+Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs,
+                                          uint32_t logitsRows) {
   const plan::Rank *pr = rank.plan;
   // Where an operand lies (plan::operandPlace): the region's device address
   // plus its offset.
@@ -38,7 +39,9 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
     }
     return Error("internal error: an operand of an unknown region");
   };
-  auto rows = [&](const plan::Operand *o) { return plan::operandRows(*pr, *o, tokens, seqs); };
+  auto rows = [&](const plan::Operand *o) {
+    return plan::operandRows(*pr, *o, tokens, logitsRows);
+  };
   auto dtype = [&](const plan::Operand *o) { return plan::operandDtype(*pr, *o); };
 
   std::vector<StepAction> actions;
@@ -94,12 +97,12 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
     if (launch->kernel() >= rank.functions.size())
       return Error("op '" + a.op + "' launches kernel " + std::to_string(launch->kernel()) +
                    " of " + std::to_string(rank.functions.size()));
-    const uint64_t gx = gridExtent(launch->grid_x(), tokens, seqs),
-                   gy = gridExtent(launch->grid_y(), tokens, seqs),
-                   gz = gridExtent(launch->grid_z(), tokens, seqs);
+    const uint64_t gx = gridExtent(launch->grid_x(), tokens, seqs, logitsRows),
+                   gy = gridExtent(launch->grid_y(), tokens, seqs, logitsRows),
+                   gz = gridExtent(launch->grid_z(), tokens, seqs, logitsRows);
     if (gx == 0 || gy == 0 || gz == 0)
       continue;
-    VOLT_ASSIGN_OR_RETURN(a.params, packArguments(*launch, address, tokens, seqs));
+    VOLT_ASSIGN_OR_RETURN(a.params, packArguments(*launch, address, tokens, seqs, logitsRows));
     a.function = rank.functions[launch->kernel()];
     a.grid = {static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
     a.block = {launch->block_x(), launch->block_y(), launch->block_z()};

@@ -65,9 +65,11 @@ struct StepAction {
   bool isCollective() const { return kind == Kind::AllReduce || kind == Kind::AllGather; }
 };
 
-/// The rank's program for a step of `tokens` tokens and `seqs` sequences.
+/// The rank's program for a step of `tokens` tokens, `seqs` sequences and
+/// `logitsRows` logits rows (seqs, or more in a speculative verify step).
 /// Launches whose grid is empty at that size are left out.
-Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs);
+Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs,
+                                          uint32_t logitsRows);
 
 /// Where a rank's actions are issued.
 struct StreamTarget {

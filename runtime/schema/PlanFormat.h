@@ -12,7 +12,8 @@ namespace volt::plan {
 /// op kind (the OpParams union of ops.fbs); cache groups (Rank.caches)
 /// with state slots in place of one KV cache indexed by layer. 3: the
 /// recurrent ops' snapshot_slots operand (StepInput.StateSnapshots) before
-/// their output.
+/// their output; GridDim.per_row and ArgKind.RowCount (launches over the
+/// logits rows of a speculative verify step).
 inline constexpr uint32_t kFormatVersion = 3;
 
 /// Weight-pack entries start on this boundary.

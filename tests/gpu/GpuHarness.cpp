@@ -161,9 +161,10 @@ Result<PreparedLaunch> Gpu::prepare(const PlannedLaunch &l,
                                    a.offset, a.i32, a.f32));
   }
   auto argsVector = b.CreateVector(args);
-  plan::GridDim gx(l.grid[0].perToken, l.grid[0].perSeq, l.grid[0].fixed, l.grid[0].divisor),
-      gy(l.grid[1].perToken, l.grid[1].perSeq, l.grid[1].fixed, l.grid[1].divisor),
-      gz(l.grid[2].perToken, l.grid[2].perSeq, l.grid[2].fixed, l.grid[2].divisor);
+  auto grid = [](const codegen::GridRule &g) {
+    return plan::GridDim(g.perToken, g.perSeq, g.fixed, g.divisor, g.perRow);
+  };
+  plan::GridDim gx = grid(l.grid[0]), gy = grid(l.grid[1]), gz = grid(l.grid[2]);
   b.Finish(plan::CreateLaunch(b, l.maxTokens, static_cast<uint32_t>(l.kernel), &gx, &gy, &gz,
                               l.block[0], l.block[1], l.block[2], l.sharedBytes, argsVector));
   const plan::Launch *launch = flatbuffers::GetRoot<plan::Launch>(b.GetBufferPointer());
@@ -175,10 +176,11 @@ Result<PreparedLaunch> Gpu::prepare(const PlannedLaunch &l,
     return it->second;
   };
   PreparedLaunch p;
-  VOLT_ASSIGN_OR_RETURN(p.params, packArguments(*launch, address, tokens, seqs));
-  p.grid = {static_cast<unsigned>(gridExtent(launch->grid_x(), tokens, seqs)),
-            static_cast<unsigned>(gridExtent(launch->grid_y(), tokens, seqs)),
-            static_cast<unsigned>(gridExtent(launch->grid_z(), tokens, seqs))};
+  // One logits row per sequence (R = S).
+  VOLT_ASSIGN_OR_RETURN(p.params, packArguments(*launch, address, tokens, seqs, seqs));
+  p.grid = {static_cast<unsigned>(gridExtent(launch->grid_x(), tokens, seqs, seqs)),
+            static_cast<unsigned>(gridExtent(launch->grid_y(), tokens, seqs, seqs)),
+            static_cast<unsigned>(gridExtent(launch->grid_z(), tokens, seqs, seqs))};
   p.block = {l.block[0], l.block[1], l.block[2]};
   p.sharedBytes = l.sharedBytes;
   if (l.kernel >= functions_.size())

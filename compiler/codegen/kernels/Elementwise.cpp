@@ -104,13 +104,14 @@ Result<PlannedLaunch> planSigmoidMul(LaunchContext &c, const Variant &v) {
   return l;
 }
 
+// One block per logits row: out[r] = in[rows[r]].
 Result<PlannedLaunch> planGatherRows(LaunchContext &c, const Variant &v) {
   KernelRequest r{"gather_rows", {}, configThreads(v, 128), 0};
   r.set("dim", c.params<plan::GatherRowsParamsT>().dim).set("element_bytes", c.at(0).f32 ? 4 : 2);
   PlannedLaunch l = launch(c, v, r);
-  l.grid[0] = {0, 1, 0, 1};
+  l.grid[0] = GridRule::rows();
   l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
-            LaunchArg::seqCount()};
+            LaunchArg::rowCount()};
   return l;
 }
 

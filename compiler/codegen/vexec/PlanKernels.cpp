@@ -45,7 +45,7 @@ Result<Operands> collect(func::FuncOp step) {
     info.index = operand.index();
     if (info.kind == OperandKind::Output) {
       info.f32 = true;
-      info.perSequence = true;
+      info.perRow = true;
     } else if (auto w = value.getDefiningOp<vx::WeightOp>()) {
       info.shape.assign(w.getShape().begin(), w.getShape().end());
       for (int64_t rows : w.getPartRows())
@@ -58,7 +58,7 @@ Result<Operands> collect(func::FuncOp step) {
       info.f32 = w.getDtype().isF32();
     } else if (auto a = value.getDefiningOp<vx::AllocOp>()) {
       info.f32 = a.getDtype().isF32();
-      info.perSequence = a.getPerTokenBytes() == 0;
+      info.perRow = a.getPerTokenBytes() == 0;
     }
     o.byValue[value] = std::move(info);
   }
@@ -98,7 +98,7 @@ constexpr int64_t kSamplerCandidates = 64;
 constexpr uint32_t kSamplerThreads = 512;
 
 plan::GridDim gridDim(const GridRule &r) {
-  return plan::GridDim(r.perToken, r.perSeq, r.fixed, r.divisor);
+  return plan::GridDim(r.perToken, r.perSeq, r.fixed, r.divisor, r.perRow);
 }
 
 } // namespace

@@ -184,15 +184,17 @@ TEST(Launches, AttentionRefusesAWorkspaceSmallerThanItsSplit) {
       << l.message();
 }
 
-TEST(Launches, PerSequenceOperandsCountSequences) {
+// The LM head runs over the gathered logits rows: R of them (R = S but in a
+// speculative verify step).
+TEST(Launches, PerRowOperandsCountLogitsRows) {
   auto ops = modelOps(qwen3MoeShape(), 1);
   const ModelOp &head = find(ops, ".lm_head");
   KernelRegistry registry;
   auto l =
       planLaunches(head.op, head.variants, programFor(qwen3MoeShape(), 1), TargetInfo{}, registry);
   ASSERT_TRUE(l.ok()) << l.message();
-  EXPECT_EQ((*l)[0].args.back().kind, Kind::SeqCount);
-  EXPECT_EQ((*l)[2].grid[1].at(4096, 3), 1u);
+  EXPECT_EQ((*l)[0].args.back().kind, Kind::RowCount);
+  EXPECT_EQ((*l)[2].grid[1].at(4096, 3, 7), 1u);
   EXPECT_EQ(registry.requests()[(*l)[0].kernel].get("out_f32"), 1);
 }
 

@@ -61,12 +61,12 @@ inline std::vector<Variant> single(const std::string &kernel) {
   return {{int64_t{1} << 30, kernel, {{"threads", 256}}}};
 }
 
-inline OperandInfo arena(uint32_t index, bool f32 = false, bool perSequence = false) {
+inline OperandInfo arena(uint32_t index, bool f32 = false, bool perRow = false) {
   OperandInfo o;
   o.kind = OperandKind::Arena;
   o.index = index;
   o.f32 = f32;
-  o.perSequence = perSequence;
+  o.perRow = perRow;
   return o;
 }
 

@@ -209,12 +209,12 @@ using codegen::OpInfo;
 using codegen::ProgramInfo;
 using codegen::Variant;
 
-OperandInfo operand(OperandKind kind, uint32_t index, bool f32 = false, bool perSequence = false) {
+OperandInfo operand(OperandKind kind, uint32_t index, bool f32 = false, bool perRow = false) {
   OperandInfo o;
   o.kind = kind;
   o.index = index;
   o.f32 = f32;
-  o.perSequence = perSequence;
+  o.perRow = perRow;
   return o;
 }
 

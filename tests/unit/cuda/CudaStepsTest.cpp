@@ -49,7 +49,7 @@ TEST(CudaSteps, TwoStepsInFlightFinishInOrder) {
   Status wrongSize = h.backend->finishStep(*ta, lb);
   ASSERT_FALSE(wrongSize.ok());
   EXPECT_EQ(wrongSize.message(), "logits buffer of " + std::to_string(3 * h.vocab()) +
-                                     " floats for 2 sequences x " + std::to_string(h.vocab()));
+                                     " floats for 2 rows x " + std::to_string(h.vocab()));
   Status fa = h.backend->finishStep(*ta, la);
   ASSERT_TRUE(fa.ok()) << fa.message();
   h.expectLogits(kept, la);
@@ -131,6 +131,40 @@ TEST(CudaSteps, LogitsComeBackInChunks) {
   }
 }
 
+// A speculative verify step: a sequence's last token and its drafts each
+// get a logits row (R > S), through the row gather and the LM head, the
+// rows coming back in chunks; the candidate path keeps one row per
+// sequence.
+TEST(CudaSteps, AVerifyStepReturnsARowPerDraft) {
+  Harness h;
+  CudaBackendOptions o = h.options();
+  o.logitsChunkBytes = 3 * h.vocab() * 4; // three rows
+  ASSERT_TRUE(h.create(o)) << h.error;
+  Step verify = h.decode(2, 4);
+  verify.add({7, 8, 9, 10}, 20, 3); // its last token and three drafts
+  verify.rows = {0, 1, 2, 3, 4, 5};
+  h.fake.clearCalls();
+  h.runAndCheck(verify);
+  std::vector<uint64_t> copies;
+  for (const FakeCall &c : h.fake.calls())
+    if (c.name == "cuMemcpyDtoHAsync")
+      copies.push_back(c.count / (h.vocab() * 4));
+  EXPECT_EQ(copies, (std::vector<uint64_t>{3, 3}));
+  // Then a decode step again (a CUDA graph bucket) with one row each.
+  h.runAndCheck(h.decode(3, 5));
+  if (h.backend->candidatesPerSeq() > 0) {
+    std::vector<float> temperatures(2, 0.0f);
+    std::vector<int32_t> ids(2 * size_t(h.backend->candidatesPerSeq()));
+    std::vector<float> values(ids.size()), stats(6);
+    engine::StepCandidates out{h.backend->candidatesPerSeq(), ids, values, stats};
+    Status s = h.backend->runStepCandidates(verify.batch(), temperatures, out);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("sampling candidates serve one row per sequence"),
+              std::string::npos)
+        << s.message();
+  }
+}
+
 TEST(CudaSteps, TensorParallelPipeline) {
   Harness h(2);
   CudaBackendOptions o = h.options();
@@ -188,15 +222,16 @@ TEST(CudaSteps, RefusesBatchesThePlanCannotServe) {
   t = h.backend->submitStep(nine.batch());
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.message(), "step of 9 sequences; the plan serves 1..8");
-  // A speculative verify step (more logits rows than sequences) is the cpu
-  // backend's for now; logits rows must be ascending rows of the step.
+  // A verify step asks for more logits rows than sequences, up to the
+  // plan's max_logits_rows (max_num_seqs here: a plan without drafts);
+  // logits rows must be ascending rows of the step.
   Step verify = h.decode(1);
-  verify.add({7, 8, 9}, 12, 2);
-  verify.rows = {0, 1, 2, 3};
+  verify.add({7, 8, 9, 10, 11, 12, 13, 14, 15}, 18, 2);
+  verify.rows = {0, 1, 2, 3, 4, 5, 6, 7, 8};
   t = h.backend->submitStep(verify.batch());
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.message(), "a step of 4 logits rows for 2 sequences: the cuda backend serves one "
-                         "row per sequence (speculative decoding runs on the cpu backend for now)");
+  EXPECT_EQ(t.message(), "step of 9 logits rows for 2 sequences; the plan serves one per sequence "
+                         "up to 8 in all");
   Step backwards = h.decode(2);
   std::swap(backwards.rows[0], backwards.rows[1]);
   t = h.backend->submitStep(backwards.batch());

@@ -83,8 +83,9 @@ struct LaunchFixture {
           plan::CreateArg(b, plan::ArgKind::F32, nullptr, 0, 0, -2.0f),
           plan::CreateArg(b, plan::ArgKind::F32, nullptr, 0, 0, 0.25f),
           plan::CreateArg(b, plan::ArgKind::Pointer, &arena),
-          plan::CreateArg(b, plan::ArgKind::SeqCount)};
-      plan::GridDim x(0, 0, 40, 1), y(1, 0, 0, 32), z(0, 1, 3, 2);
+          plan::CreateArg(b, plan::ArgKind::SeqCount),
+          plan::CreateArg(b, plan::ArgKind::RowCount)};
+      plan::GridDim x(0, 0, 40, 1, 0), y(1, 0, 0, 32, 0), z(0, 1, 3, 2, 0);
       launches.push_back(plan::CreateLaunch(b, maxTokens, maxTokens == 8 ? 0 : 1, &x, &y, &z, 256,
                                             1, 1, 0, b.CreateVector(args)));
     }
@@ -109,11 +110,15 @@ TEST(LaunchArgs, TheFirstLaunchCoveringTheTokenCountServes) {
 TEST(LaunchArgs, GridRules) {
   LaunchFixture f;
   const plan::Launch *l = selectLaunch(*f.op, 1);
-  EXPECT_EQ(gridExtent(l->grid_x(), 100, 3), 40u);
-  EXPECT_EQ(gridExtent(l->grid_y(), 100, 3), 4u); // ceil(100 / 32)
-  EXPECT_EQ(gridExtent(l->grid_y(), 96, 3), 3u);
-  EXPECT_EQ(gridExtent(l->grid_z(), 100, 3), 3u); // ceil((3 + 3) / 2)
-  EXPECT_EQ(gridExtent(nullptr, 100, 3), 1u);
+  EXPECT_EQ(gridExtent(l->grid_x(), 100, 3, 3), 40u);
+  EXPECT_EQ(gridExtent(l->grid_y(), 100, 3, 3), 4u); // ceil(100 / 32)
+  EXPECT_EQ(gridExtent(l->grid_y(), 96, 3, 3), 3u);
+  EXPECT_EQ(gridExtent(l->grid_z(), 100, 3, 9), 3u); // ceil((3 + 3) / 2)
+  EXPECT_EQ(gridExtent(nullptr, 100, 3, 3), 1u);
+  // One block per logits row (a verify step: R > S).
+  const plan::GridDim perRow(0, 0, 0, 1, 1), halfRows(0, 1, 1, 2, 1);
+  EXPECT_EQ(gridExtent(&perRow, 100, 3, 7), 7u);
+  EXPECT_EQ(gridExtent(&halfRows, 100, 3, 7), 6u); // ceil((3 + 7 + 1) / 2)
 }
 
 TEST(LaunchArgs, ParametersAreLaidOutAsTheKernelsDeclareThem) {
@@ -123,11 +128,11 @@ TEST(LaunchArgs, ParametersAreLaidOutAsTheKernelsDeclareThem) {
     return o.kind() == plan::OperandKind::Weight ? 0x7f0000000000ull + o.index() * 0x1000000
                                                  : 0x7e0000000000ull + o.index();
   };
-  auto params = packArguments(*l, address, 37, 3);
+  auto params = packArguments(*l, address, 37, 3, 5);
   ASSERT_TRUE(params.ok()) << params.message();
   // int (0), pointer (8: aligned), int T (16), 3 floats (20, 24, 28),
-  // pointer (32), int S (40): 44 bytes.
-  ASSERT_EQ(params->size(), 44u);
+  // pointer (32), int S (40), int R (44): 48 bytes.
+  ASSERT_EQ(params->size(), 48u);
   auto at = [&](size_t offset, auto value) {
     std::memcpy(&value, params->data() + offset, sizeof(value));
     return value;
@@ -140,11 +145,12 @@ TEST(LaunchArgs, ParametersAreLaidOutAsTheKernelsDeclareThem) {
   EXPECT_EQ(at(28, float{}), 0.25f);
   EXPECT_EQ(at(32, uint64_t{}), 0x7e0000000000ull + 5);
   EXPECT_EQ(at(40, int32_t{}), 3);
+  EXPECT_EQ(at(44, int32_t{}), 5);
 
   auto failing = [](const plan::Operand &) -> Result<uint64_t> {
     return Error("operand 1:2 is outside the plan");
   };
-  auto bad = packArguments(*l, failing, 1, 1);
+  auto bad = packArguments(*l, failing, 1, 1, 1);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.message(), "operand 1:2 is outside the plan");
 }

@@ -120,7 +120,7 @@ struct Harness {
   }
   /// Runs `step` and checks its logits against the emulation.
   void runAndCheck(const Step &step) {
-    std::vector<float> logits(static_cast<size_t>(step.seqs()) * vocab());
+    std::vector<float> logits(step.rows.size() * vocab());
     Status s = backend->runStep(step.batch(), logits);
     ASSERT_TRUE(s.ok()) << s.message();
     expectLogits(step, logits);
@@ -129,7 +129,7 @@ struct Harness {
     auto expected = emulator->expectedLogits(step.tokens, step.rows);
     ASSERT_EQ(logits.size(), expected.size());
     for (size_t i = 0; i < logits.size(); ++i)
-      ASSERT_EQ(logits[i], expected[i]) << "sequence " << i / vocab() << ", column " << i % vocab();
+      ASSERT_EQ(logits[i], expected[i]) << "row " << i / vocab() << ", column " << i % vocab();
   }
 
   FakeCuda fake;

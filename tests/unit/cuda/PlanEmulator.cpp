@@ -82,10 +82,12 @@ std::vector<PlanEmulator::Arg> PlanEmulator::layout(const plan::Launch &launch) 
   return args;
 }
 
-uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64_t seqs) const {
+uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64_t seqs,
+                              int64_t rows) const {
   const plan::Rank *r = plan_.plan().ranks()->Get(rank);
   const uint64_t T = tokens > 0 ? static_cast<uint64_t>(tokens) : 1;
   const uint64_t S = seqs > 0 ? static_cast<uint64_t>(seqs) : 1;
+  const uint64_t R = rows > 0 ? static_cast<uint64_t>(rows) : 1;
   auto rest = [&](uint64_t bytes) { return a.offset < bytes ? bytes - a.offset : 1; };
   switch (a.operand) {
   case OperandKind::Arena:
@@ -99,13 +101,16 @@ uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64
   case OperandKind::Workspace:
     return rest(r->workspace_bytes() - a.index);
   case OperandKind::Output:
-    return seqs > 0 ? S * vocab_ * 4 : 4;
+    return rows > 0 ? R * vocab_ * 4 : 4;
   case OperandKind::Input:
     switch (static_cast<plan::StepInput>(a.index)) {
     case plan::StepInput::Tokens:
     case plan::StepInput::Positions:
     case plan::StepInput::SlotMapping:
+    case plan::StepInput::StateSnapshots:
       return tokens > 0 ? T * 4 : 4;
+    case plan::StepInput::LogitsRows:
+      return rows > 0 ? R * 4 : 4;
     case plan::StepInput::SeqStarts:
       return seqs > 0 ? (S + 1) * 4 : 4;
     case plan::StepInput::BlockTables:
@@ -162,12 +167,14 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
     std::memcpy(&v, launch.params.data() + a.at, sizeof(v));
     return v;
   };
-  int64_t tokens = -1, seqs = -1;
+  int64_t tokens = -1, seqs = -1, rows = -1;
   for (const Arg &a : args) {
     if (a.kind == ArgKind::TokenCount)
       tokens = value(a, int32_t{});
     if (a.kind == ArgKind::SeqCount)
       seqs = value(a, int32_t{});
+    if (a.kind == ArgKind::RowCount)
+      rows = value(a, int32_t{});
   }
   uint64_t outAt = 0;
   const plan::Operand *lastOperand = op->operands()->Get(op->operands()->size() - 1);
@@ -178,7 +185,7 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
     const std::string what = "device " + std::to_string(launch.device) + ", op '" + name +
                              "', operand " + std::to_string(static_cast<int>(a.operand)) + ":" +
                              std::to_string(a.index);
-    const uint64_t bytes = extent(rank, a, tokens, seqs);
+    const uint64_t bytes = extent(rank, a, tokens, seqs, rows);
     if (!fake_.deviceBytes(launch.device, pointer, bytes, what))
       continue;
     // Every operand of a kind hangs off one base address: the workspace
@@ -250,7 +257,7 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
   if (opIndex != lmHead_[rank])
     return;
   ++lmHeadLaunches;
-  ASSERT_GT(seqs, 0) << name << ": the LM head has no SeqCount argument";
+  ASSERT_GT(rows, 0) << name << ": the LM head has no RowCount argument";
   ASSERT_NE(rs.tokensAt, 0u) << "the LM head ran before the embedding";
   ASSERT_NE(rs.rowsAt, 0u) << "the LM head ran before gather_rows";
   ASSERT_NE(outAt, 0u) << name << ": no pointer to its output";
@@ -258,13 +265,13 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
                             ? op->params_as_QLinearParams()->out_features()
                             : op->params_as_LinearParams()->out_features();
   const uint64_t vocabStart = uint64_t{rank} * cols;
-  const auto rows = fake_.readInts(launch.device, rs.rowsAt, static_cast<size_t>(seqs));
-  auto *out = fake_.deviceBytes(launch.device, outAt, static_cast<uint64_t>(seqs) * cols * 4,
+  const auto tokenRows = fake_.readInts(launch.device, rs.rowsAt, static_cast<size_t>(rows));
+  auto *out = fake_.deviceBytes(launch.device, outAt, static_cast<uint64_t>(rows) * cols * 4,
                                 name + " output");
   ASSERT_NE(out, nullptr);
-  for (int64_t s = 0; s < seqs; ++s) {
-    const int32_t row = rows[static_cast<size_t>(s)];
-    ASSERT_GE(row, 0) << "logits row of sequence " << s;
+  for (int64_t s = 0; s < rows; ++s) {
+    const int32_t row = tokenRows[static_cast<size_t>(s)];
+    ASSERT_GE(row, 0) << "logits row " << s;
     const int32_t token = fake_.readInts(launch.device, rs.tokensAt + uint64_t(row) * 4, 1)[0];
     for (uint32_t c = 0; c < cols; ++c) {
       const float v = logit(token, vocabStart + c);

@@ -110,7 +110,7 @@ private:
   void onLaunch(const FakeLaunch &launch);
   void runSampler(const FakeLaunch &launch);
   std::vector<Arg> layout(const plan::Launch &launch) const;
-  uint64_t extent(uint32_t rank, const Arg &a, int64_t tokens, int64_t seqs) const;
+  uint64_t extent(uint32_t rank, const Arg &a, int64_t tokens, int64_t seqs, int64_t rows) const;
 
   const plan::LoadedPlan &plan_;
   FakeCuda &fake_;

@@ -125,6 +125,47 @@ int64_t splitKTokens(const plan::Plan &p) {
 /// How the GPU side of a step runs.
 enum class Path { Logits, Candidates };
 
+/// A GPU plan's two backends: the cuda backend on the fake driver and NCCL,
+/// every launch checked by PlanEmulator and run by the SIMT emulator
+/// (device memory starting as NaN, so that a kernel reading what no one
+/// wrote shows), and the cpu backend on the same plan.
+struct SimRig {
+  explicit SimRig(const plan::LoadedPlan &plan, int ranks)
+      : fake(ranks), checks(plan, fake), device(plan, fake) {}
+
+  /// Makes the rig for `plan`, or fails the test (null).
+  static std::unique_ptr<SimRig> create(const plan::LoadedPlan &plan, int ranks) {
+    auto rig = std::make_unique<SimRig>(plan, ranks);
+    rig->fake.fillDeviceMemory = 0xFF;
+    rig->checks.install();
+    Status ready = rig->device.ready();
+    EXPECT_TRUE(ready.ok()) << ready.message();
+    if (!ready.ok())
+      return nullptr;
+    rig->device.install();
+    cuda::CudaBackendOptions options;
+    options.driver = rig->fake.driver();
+    options.nccl = rig->fake.nccl();
+    options.log = [r = rig.get()](const std::string &line) { r->log.push_back(line); };
+    auto created = cuda::CudaBackend::create(plan, options);
+    EXPECT_TRUE(created.ok()) << created.message();
+    auto cpuCreated = executor::CpuBackend::create(plan);
+    EXPECT_TRUE(cpuCreated.ok()) << cpuCreated.message();
+    if (!created.ok() || !cpuCreated.ok())
+      return nullptr;
+    rig->gpu = std::move(*created);
+    rig->cpu = std::move(*cpuCreated);
+    return rig;
+  }
+
+  cuda::testing::FakeCuda fake;
+  cuda::testing::PlanEmulator checks;
+  SimDevice device;
+  std::vector<std::string> log;
+  std::unique_ptr<cuda::CudaBackend> gpu;
+  std::unique_ptr<executor::CpuBackend> cpu;
+};
+
 class CudaSimtEndToEnd : public ::testing::TestWithParam<SimModel> {};
 
 TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
@@ -141,28 +182,11 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   const plan::LoadedPlan &planFile = **loaded;
   const plan::Plan &p = planFile.plan();
 
-  cuda::testing::FakeCuda fake(m.tensorParallelSize);
-  // Device memory starts as NaN: a kernel that reads what no one wrote
-  // (padding, a stale workspace, KV slots past the context) shows.
-  fake.fillDeviceMemory = 0xFF;
-  cuda::testing::PlanEmulator checks(planFile, fake);
-  checks.install();
-  SimDevice device(planFile, fake);
-  Status ready = device.ready();
-  ASSERT_TRUE(ready.ok()) << ready.message();
-  device.install();
-
-  std::vector<std::string> log;
-  cuda::CudaBackendOptions options;
-  options.driver = fake.driver();
-  options.nccl = fake.nccl();
-  options.log = [&log](const std::string &line) { log.push_back(line); };
-  auto created = cuda::CudaBackend::create(planFile, options);
-  ASSERT_TRUE(created.ok()) << created.message();
-  cuda::CudaBackend &gpu = **created;
-  auto cpuCreated = executor::CpuBackend::create(planFile);
-  ASSERT_TRUE(cpuCreated.ok()) << cpuCreated.message();
-  executor::CpuBackend &cpu = **cpuCreated;
+  auto rig = SimRig::create(planFile, m.tensorParallelSize);
+  ASSERT_NE(rig, nullptr);
+  SimDevice &device = rig->device;
+  cuda::CudaBackend &gpu = *rig->gpu;
+  executor::CpuBackend &cpu = *rig->cpu;
 
   const int32_t vocab = static_cast<int32_t>(p.model()->vocab_size());
   const int32_t k = gpu.candidatesPerSeq();
@@ -367,6 +391,186 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, CudaSimtEndToEnd, ::testing::ValuesIn(simModels()),
+                         [](const ::testing::TestParamInfo<SimModel> &info) {
+                           return simTestName(info.param);
+                         });
+
+// Speculative verify steps on the GPU: a plan compiled with
+// `speculative` (k = 3) runs steps whose sequences carry drafts, each
+// draft-carrying token a logits row (R > S: the row gather, the LM head and
+// the logits copy over R rows), the recurrent kernels copying each state
+// after a draft-carrying token into a spare slot; then a rejected draft is
+// rolled back by taking that slot as the sequence's own, and the next
+// steps read it. The cpu backend runs the same steps; every row agrees
+// within the bound where no routing tie intervenes, so a wrong copy, a
+// wrong rollback or a wrong row would show in the rows after it.
+class CudaSimtVerifySteps : public ::testing::TestWithParam<SimModel> {};
+
+TEST_P(CudaSimtVerifySteps, MatchCpuBackendThroughRollbacks) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  ASSERT_TRUE(hostKernelsUnavailable().empty())
+      << hostKernelsUnavailable()
+      << " (NVRTC is installed now: rebuild the target cudasim_instances)";
+  const SimModel &m = GetParam();
+  auto path = compileSimPlanHere(m);
+  ASSERT_TRUE(path.ok()) << path.message();
+  auto loaded = plan::LoadedPlan::load(*path);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  const plan::LoadedPlan &planFile = **loaded;
+  const plan::Plan &p = planFile.plan();
+  ASSERT_NE(p.speculative(), nullptr);
+  constexpr int32_t kDrafts = 3;
+  ASSERT_EQ(p.speculative()->num_speculative_tokens(), uint32_t(kDrafts));
+
+  auto rig = SimRig::create(planFile, m.tensorParallelSize);
+  ASSERT_NE(rig, nullptr);
+  SimDevice &device = rig->device;
+  cuda::CudaBackend &gpu = *rig->gpu;
+  executor::CpuBackend &cpu = *rig->cpu;
+  testing::RouterGaps cpuGaps;
+  testing::observeRouterGaps(cpu, cpuGaps);
+
+  const plan::Rank *rank0 = p.ranks()->Get(0);
+  const int32_t vocab = static_cast<int32_t>(p.model()->vocab_size());
+  const int32_t blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
+  const int32_t maxBlocks = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  const bool recurrent = plan::stateSlotCount(*rank0) > 0;
+  if (recurrent)
+    ASSERT_EQ(plan::stateSlotCount(*rank0), uint32_t(kMaxNumSeqs * (1 + kDrafts)));
+
+  // Three sequences: their tokens (the last not yet computed), computed
+  // count, own state slot and spare slots.
+  struct Seq {
+    std::vector<int32_t> tokens;
+    int32_t computed = 0, slot = 0;
+    std::vector<int32_t> spares;
+    bool carried = false;
+  };
+  std::vector<Seq> seqs(3);
+  for (int32_t s = 0; s < 3; ++s) {
+    for (int32_t i = 0; i < 9 + 7 * s; ++i)
+      seqs[s].tokens.push_back((17 + 31 * i + 101 * s) % vocab);
+    seqs[s].slot = s;
+    for (int32_t j = 0; j < kDrafts; ++j)
+      seqs[s].spares.push_back(kMaxNumSeqs + s * kDrafts + j);
+  }
+  size_t compared = 0, onTies = 0, carriedRows = 0, rollbacks = 0, verifyRows = 0;
+  for (int step = 0; step < 8; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    std::vector<int32_t> ids, positions, slots, starts{0}, context, tables, rows, own, copies;
+    std::vector<int32_t> drafts(seqs.size(), 0);
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      Seq &q = seqs[s];
+      // Step 0 prefills; then each sequence verifies 0..3 drafts.
+      const int32_t m = step == 0 ? 0 : (step + static_cast<int32_t>(s)) % (kDrafts + 1);
+      drafts[s] = m;
+      const int32_t first = q.computed;
+      const int32_t count = static_cast<int32_t>(q.tokens.size()) - first + m;
+      for (int32_t j = 0; j < count; ++j) {
+        const int32_t pos = first + j;
+        const bool draft = pos >= static_cast<int32_t>(q.tokens.size());
+        ids.push_back(draft ? (5 + 7 * pos + 3 * step) % vocab : q.tokens[static_cast<size_t>(pos)]);
+        positions.push_back(pos);
+        slots.push_back((static_cast<int32_t>(s) * maxBlocks + pos / blockSize) * blockSize +
+                        pos % blockSize);
+        // The state after the last token and each draft but the last.
+        const int32_t fromEnd = count - 1 - j;
+        copies.push_back(fromEnd >= 1 && fromEnd <= m ? q.spares[static_cast<size_t>(m - fromEnd)]
+                                                      : -1);
+      }
+      for (int32_t j = m; j >= 0; --j)
+        rows.push_back(static_cast<int32_t>(ids.size()) - 1 - j);
+      starts.push_back(static_cast<int32_t>(ids.size()));
+      context.push_back(first + count);
+      for (int32_t b = 0; b < maxBlocks; ++b)
+        tables.push_back(static_cast<int32_t>(s) * maxBlocks + b);
+      own.push_back(q.slot);
+    }
+    engine::StepBatch b;
+    b.numTokens = static_cast<int32_t>(ids.size());
+    b.numSeqs = static_cast<int32_t>(seqs.size());
+    b.maxBlocksPerSeq = maxBlocks;
+    b.tokens = ids;
+    b.positions = positions;
+    b.slotMapping = slots;
+    b.seqStarts = starts;
+    b.contextLens = context;
+    b.blockTables = tables;
+    b.logitsRows = rows;
+    if (recurrent) {
+      b.stateSlots = own;
+      if (step > 0)
+        b.stateSnapshots = copies;
+    }
+    const size_t R = rows.size();
+    std::vector<float> want(R * vocab), got(R * vocab);
+    device.routerGaps.clear();
+    cpuGaps.clear();
+    Status ranCpu = cpu.runStep(b, want);
+    ASSERT_TRUE(ranCpu.ok()) << ranCpu.message();
+    Status ran = gpu.runStep(b, got);
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    verifyRows += R - seqs.size();
+    size_t row = 0;
+    for (size_t s = 0; s < seqs.size(); ++s) {
+      Seq &q = seqs[s];
+      for (int32_t t = starts[s]; t < starts[s + 1]; ++t)
+        q.carried = q.carried ||
+                    (recurrent && !device.routerGaps.sameRoute(cpuGaps, static_cast<size_t>(t)));
+      for (int32_t j = 0; j <= drafts[s]; ++j, ++row) {
+        const std::span<const float> x(want.data() + row * vocab, static_cast<size_t>(vocab));
+        const std::span<const float> y(got.data() + row * vocab, static_cast<size_t>(vocab));
+        const size_t t = static_cast<size_t>(rows[row]);
+        if (device.routerGaps.onTie(t) || cpuGaps.onTie(t)) {
+          ++onTies;
+          continue;
+        }
+        if (q.carried) {
+          ++carriedRows;
+          continue;
+        }
+        const testing::RowComparison c = testing::compareRow(x, y);
+        ++compared;
+        EXPECT_LE(c.diff, c.bound) << "sequence " << s << ", row " << j << ", logit "
+                                   << c.worstAt << ": cpu " << x[c.worstAt] << ", gpu "
+                                   << y[c.worstAt];
+      }
+      // Keep `kept` of the drafts (all of them every third round) and a
+      // correction token; a rejected draft rolls the state back.
+      const int32_t m = drafts[s];
+      const int32_t kept = m == 0 ? 0 : (step % 3 == 0 ? m : (step + static_cast<int32_t>(s)) % m);
+      const int32_t first = static_cast<int32_t>(q.tokens.size());
+      for (int32_t j = 0; j < kept; ++j)
+        q.tokens.push_back(ids[static_cast<size_t>(starts[s + 1] - m + j)]);
+      q.tokens.push_back((11 + 3 * first + step) % vocab);
+      q.computed = first + kept;
+      if (kept < m && recurrent) {
+        std::swap(q.slot, q.spares[static_cast<size_t>(kept)]);
+        ++rollbacks;
+      }
+    }
+    if (HasFailure())
+      break;
+  }
+  std::printf("%s: %zu rows compared (%zu draft rows in all), %zu on a routing tie, %zu after one "
+              "in the recurrent state; %zu rollbacks\n",
+              m.name.c_str(), compared, verifyRows, onTies, carriedRows, rollbacks);
+  EXPECT_GT(verifyRows, 10u);
+  EXPECT_GE(compared, 12u) << "too few rows compared";
+  if (recurrent)
+    EXPECT_GT(rollbacks, 3u);
+  EXPECT_EQ(device.skipped, 0u);
+  EXPECT_GT(device.launches["gather_rows"], 0u);
+}
+
+std::vector<SimModel> verifyModels() {
+  const std::string spec = "speculative: {method: ngram, num_speculative_tokens: 3}\n";
+  return {{"qwen3-moe-nvfp4-tp1-spec", "qwen3-moe", mkmodel::Format::ModelOpt, 1, spec},
+          {"toy-ema-bf16-tp1-spec", "toy-ema", mkmodel::Format::BF16, 1, spec},
+          {"qwen3-next-nvfp4-tp2-spec", "qwen3-next", mkmodel::Format::ModelOpt, 2, spec}};
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, CudaSimtVerifySteps, ::testing::ValuesIn(verifyModels()),
                          [](const ::testing::TestParamInfo<SimModel> &info) {
                            return simTestName(info.param);
                          });

@@ -37,6 +37,8 @@ struct SimModel {
   std::string family;
   mkmodel::Format format = mkmodel::Format::ModelOpt;
   int tensorParallelSize = 1;
+  /// More spec lines (a speculative plan's).
+  std::string extraSpec;
 };
 
 /// The deployments' shared limits.
@@ -82,7 +84,8 @@ inline std::string simSpec(const SimModel &m, const std::filesystem::path &model
          "\nmax_num_batched_tokens: " + std::to_string(kMaxNumBatchedTokens) +
          // The cpu backend allocates the whole KV cache: keep it small,
          // above the CUDA context (and NCCL's buffers with two ranks).
-         "\ngpu_memory_utilization: " + (m.tensorParallelSize > 1 ? "0.055" : "0.04") + "\n";
+         "\ngpu_memory_utilization: " + (m.tensorParallelSize > 1 ? "0.055" : "0.04") + "\n" +
+         m.extraSpec;
 }
 
 /// Writes `m`'s checkpoint under root/models (once) and compiles its plan

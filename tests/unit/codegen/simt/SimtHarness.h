@@ -44,6 +44,9 @@ using codegen::PlannedLaunch;
 struct Memory {
   std::map<std::pair<int, uint32_t>, uint8_t *> base;
   int tokens = 0, seqs = 0;
+  /// Logits rows R; -1: one per sequence.
+  int logitsRows = -1;
+  int rows() const { return logitsRows < 0 ? seqs : logitsRows; }
 
   void bind(const OperandInfo &o, const void *p) {
     base[{static_cast<int>(o.kind), o.index}] = static_cast<uint8_t *>(const_cast<void *>(p));
@@ -74,6 +77,8 @@ public:
       return memory_.tokens;
     case LaunchArg::Kind::SeqCount:
       return memory_.seqs;
+    case LaunchArg::Kind::RowCount:
+      return memory_.rows();
     default:
       ADD_FAILURE() << "argument " << next_ - 1 << " is not an integer";
       return 0;
@@ -108,9 +113,9 @@ private:
 
 /// Runs one planned launch at the memory's T and S.
 inline void run(const PlannedLaunch &l, const Memory &m, const std::function<void(Args &)> &call) {
-  dim3 grid{static_cast<unsigned>(l.grid[0].at(m.tokens, m.seqs)),
-            static_cast<unsigned>(l.grid[1].at(m.tokens, m.seqs)),
-            static_cast<unsigned>(l.grid[2].at(m.tokens, m.seqs))};
+  dim3 grid{static_cast<unsigned>(l.grid[0].at(m.tokens, m.seqs, m.rows())),
+            static_cast<unsigned>(l.grid[1].at(m.tokens, m.seqs, m.rows())),
+            static_cast<unsigned>(l.grid[2].at(m.tokens, m.seqs, m.rows()))};
   dim3 block{l.block[0], l.block[1], l.block[2]};
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     return;

@@ -265,6 +265,90 @@ TEST(StateModel, Qwen3NextBatchedWithPreemptionEqualsEachRequestAlone) {
   }
 }
 
+// checkStep refuses state slots and snapshot slots a backend would misuse:
+// outside the plan's slots, one slot for two sequences, a copy into a
+// sequence's own slot or two copies into one, copies for a plan without
+// state, and arrays of the wrong length.
+TEST(StateModel, StepsWithBadStateSlotsAreRefused) {
+  testing::PlanRequest r = toyRequest(1);
+  r.extra += "speculative: {method: ngram, num_speculative_tokens: 2}\n";
+  auto loaded = plan::LoadedPlan::load(testing::compilePlan(r));
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  const plan::Plan &p = (*loaded)->plan();
+  const int32_t slots = kMaxNumSeqs * 3, width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  // Two sequences: a decode of one token, and a verify step of three.
+  std::vector<int32_t> tokens = {5, 6, 7, 8}, positions = {3, 9, 10, 11}, slotMap = {3, 25, 26, 27},
+                       starts = {0, 1, 4}, contexts = {4, 12}, tables(2 * size_t(width), 0),
+                       rows = {0, 1, 2, 3}, own = {0, 1}, copies = {-1, 4, 5, -1};
+  tables[size_t(width)] = 1;
+  auto check = [&]() {
+    engine::StepBatch b;
+    b.numTokens = 4;
+    b.numSeqs = 2;
+    b.maxBlocksPerSeq = width;
+    b.tokens = tokens;
+    b.positions = positions;
+    b.slotMapping = slotMap;
+    b.seqStarts = starts;
+    b.contextLens = contexts;
+    b.blockTables = tables;
+    b.logitsRows = rows;
+    b.stateSlots = own;
+    b.stateSnapshots = copies;
+    return plan::checkStep(p, b);
+  };
+  Status ok = check();
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  auto refused = [&](const std::string &want) {
+    Status st = check();
+    ASSERT_FALSE(st.ok()) << want;
+    EXPECT_EQ(st.message(), want);
+  };
+  own = {0, slots};
+  refused("state slot " + std::to_string(slots) + " is outside the plan's " +
+          std::to_string(slots) + " slots (or -1)");
+  own = {1, 1};
+  refused("state slot 1 is given to two sequences");
+  own = {0, 1};
+  copies = {-1, 1, 5, -1};
+  refused("state snapshot slot 1 is a sequence's own slot or another token's snapshot");
+  copies = {-1, 4, 4, -1};
+  refused("state snapshot slot 4 is a sequence's own slot or another token's snapshot");
+  copies = {-1, 4, -2, -1};
+  refused("state snapshot slot -2 is outside the plan's " + std::to_string(slots) +
+          " slots (or -1)");
+  copies = {-1, 4, 5};
+  refused("step input state_snapshots holds 3 values; a step of 4 tokens and 2 sequences needs 4");
+  copies.clear(); // no copies: a step without drafts to roll back
+  EXPECT_TRUE(check().ok());
+
+  // A plan without recurrent state takes no copies.
+  testing::PlanRequest plain;
+  plain.family = "llama";
+  plain.maxNumSeqs = kMaxNumSeqs;
+  plain.maxNumBatchedTokens = kMaxNumBatchedTokens;
+  auto llama = plan::LoadedPlan::load(testing::compilePlan(plain));
+  ASSERT_TRUE(llama.ok()) << llama.message();
+  engine::StepBatch b;
+  const int32_t w = static_cast<int32_t>((*llama)->plan().limits()->max_blocks_per_seq());
+  std::vector<int32_t> t = {5}, pos = {0}, sm = {0}, st = {0, 1}, cl = {1}, bt(size_t(w), 0),
+                       rw = {0}, cp = {3};
+  b.numTokens = 1;
+  b.numSeqs = 1;
+  b.maxBlocksPerSeq = w;
+  b.tokens = t;
+  b.positions = pos;
+  b.slotMapping = sm;
+  b.seqStarts = st;
+  b.contextLens = cl;
+  b.blockTables = bt;
+  b.logitsRows = rw;
+  b.stateSnapshots = cp;
+  Status noState = plan::checkStep((*llama)->plan(), b);
+  ASSERT_FALSE(noState.ok());
+  EXPECT_EQ(noState.message(), "state snapshots for a plan without recurrent state");
+}
+
 // Speculative decoding over recurrent state: a verify step copies each
 // draft-carrying token's state (StepInput.StateSnapshots), and a rejected
 // draft rolls the sequence back to the copy. With n-gram drafts on

@@ -113,6 +113,16 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
     return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
                  " keep a recurrent state per sequence, which a cached prefix does not "
                  "restore; prefix caching is not supported for such models; remove it");
+  if (s.speculative.method == spec::SpeculativeMethod::Mtp)
+    // The loader bound the head (model::LoadOptions::bindMtp): its tensors
+    // are there and match the config.
+    return Error(file + ": speculative: method mtp: " +
+                 (m.mtp ? "the checkpoint's MTP head (mtp.fc, " +
+                              std::to_string(m.mtp->layers.size()) +
+                              " decoder layer(s), mtp.norm) matches its config"
+                        : std::string("the config has an MTP head (the directory has no "
+                                      "weights to check)")) +
+                 ", but drafting with it is not built yet; use method: ngram");
   return Status::success();
 }
 
@@ -122,6 +132,7 @@ Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOpti
     return specResult.error();
   model::LoadOptions load;
   load.verifyData = options.verifyData;
+  load.bindMtp = specResult->speculative.method == spec::SpeculativeMethod::Mtp;
   auto modelResult = model::loadModel(specResult->modelDir, load);
   if (!modelResult)
     return modelResult.error();

@@ -54,6 +54,9 @@ struct FamilyDef {
   /// Binds layer `index`: its norms, mixer and feed-forward block, by the
   /// family's tensor names.
   std::function<Result<Layer>(TensorBinder &b, const ModelConfig &c, int64_t index)> bindLayer;
+  /// Binds the multi-token-prediction head (c.numMtpLayers >= 1); unset for
+  /// families without one.
+  std::function<Result<MtpHead>(TensorBinder &b, const ModelConfig &c)> bindMtp;
 };
 
 /// The built-in families, then the registered ones.

@@ -168,6 +168,17 @@ struct Layer {
   bool isMoe() const { return moe() != nullptr; }
 };
 
+/// The multi-token-prediction head (`mtp.*`, vLLM's qwen3_next_mtp): for
+/// position t, fc(concat(preFcNormEmbedding(embed(token t+1)),
+/// preFcNormHidden(h_t))) through its decoder layers (full attention), then
+/// norm and the model's LM head give the token at t + 2.
+struct MtpHead {
+  Linear fc;
+  Param preFcNormEmbedding, preFcNormHidden;
+  std::vector<Layer> layers;
+  Param norm;
+};
+
 struct Model {
   std::filesystem::path dir;
   ModelConfig config;
@@ -178,6 +189,9 @@ struct Model {
   /// The output projection; for tied embeddings it reads embedTokens' tensor.
   Linear lmHead;
   bool lmHeadTied = false;
+  /// Bound when loaded with LoadOptions::bindMtp (else its tensors are set
+  /// aside).
+  std::optional<MtpHead> mtp;
   /// The checkpoint (empty when only config files are present).
   std::unique_ptr<Checkpoint> checkpoint;
   /// Tensors present but not used: W4A4 input scales, FP8 KV scales (volt's
@@ -204,6 +218,9 @@ struct LoadOptions {
   /// Read every block scale (NaN, negative) and every global scale; this
   /// touches about one ninth of an NVFP4 checkpoint's bytes.
   bool verifyData = false;
+  /// Bind the multi-token-prediction head (speculative method mtp): an
+  /// error when the model has none, names the config key or tensor.
+  bool bindMtp = false;
 };
 
 /// Loads config.json, the quantization config and (when present) the

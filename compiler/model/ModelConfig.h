@@ -93,6 +93,11 @@ struct ModelConfig {
   int64_t linearNumKeyHeads = 0, linearNumValueHeads = 0;
   int64_t linearKeyHeadDim = 0, linearValueHeadDim = 0;
   int64_t linearConvKernelDim = 0;
+  /// Decoder layers of the multi-token-prediction head (mtp.layers.*), and
+  /// the config key that says so (Qwen3.5: mtp_num_hidden_layers,
+  /// Qwen3-Next: num_nextn_predict_layers); 0 without a head.
+  int64_t numMtpLayers = 0;
+  std::string mtpLayersKey;
   /// The q|k|v channels the conv runs over: 2·Hk·dk + Hv·dv.
   int64_t linearConvDim() const {
     return 2 * linearNumKeyHeads * linearKeyHeadDim + linearNumValueHeads * linearValueHeadDim;

@@ -84,6 +84,25 @@ Result<Model> loadModel(const std::filesystem::path &dir, const LoadOptions &opt
   } else {
     VOLT_BIND(model.lmHead, b.linear("lm_head", c.vocabSize, c.hiddenSize));
   }
+  if (options.bindMtp) {
+    // Speculative decoding with the checkpoint's own draft head.
+    if (!c.family->bindMtp)
+      return Error(model.dir.string() + ": " + c.architecture +
+                   " has no multi-token-prediction head (mtp.*) that volt reads; speculative "
+                   "method mtp needs a Qwen3-Next or Qwen3.5 / Qwen3.6 checkpoint with one");
+    if (c.numMtpLayers < 1)
+      return Error(model.dir.string() + ": config.json: " + c.mtpLayersKey +
+                   " is 0 or absent: the checkpoint has no multi-token-prediction head "
+                   "(speculative method mtp needs one)");
+    if (model.hasWeights()) {
+      if (!model.checkpoint->find("mtp.fc.weight"))
+        return Error(model.dir.string() + ": config.json says " + c.mtpLayersKey + " = " +
+                     std::to_string(c.numMtpLayers) +
+                     ", but the checkpoint has no tensor mtp.fc.weight: its MTP head was "
+                     "left out of the export (speculative method mtp needs it)");
+      VOLT_BIND(model.mtp, c.family->bindMtp(b, c));
+    }
+  }
   for (const auto &[prefix, what] : c.family->setAsidePrefixes)
     model.setAside.push_back({what, prefix, 0});
   for (std::string &name : b.unused()) {

@@ -107,8 +107,9 @@ const std::vector<Field<DeploySpec>> &deploySpecFields() {
       choiceField<S>("speculative.method",
                      "speculative decoding's draft source: ngram proposes the tokens that "
                      "followed the latest earlier occurrence of the sequence's last tokens "
-                     "(prompt lookup); mtp (the checkpoint's multi-token-prediction head) is "
-                     "not built yet. Unset: no speculative decoding",
+                     "(prompt lookup); mtp drafts with the checkpoint's multi-token-prediction "
+                     "head (mtp.*), which voltc check validates; drafting with it is not built "
+                     "yet. Unset: no speculative decoding",
                      {"ngram", "mtp"},
                      [](S &s, const std::string &v) {
                        s.speculative.method =
@@ -210,12 +211,11 @@ std::string modelDirName(const DeploySpec &spec, bool absolute) {
 /// the other one.
 void checkSpeculative(DeploySpec &spec, const KeyPlaces &where, Diagnostics &diags) {
   SpeculativeConfig &sc = spec.speculative;
-  if (sc.method == SpeculativeMethod::Mtp) {
-    diags.error(where.value("speculative.method"),
-                "invalid value for 'speculative.method': mtp (drafts from the checkpoint's "
-                "multi-token-prediction head) is not built yet; use ngram");
-    return;
-  }
+  if (sc.method == SpeculativeMethod::Mtp)
+    for (const char *key : {"speculative.prompt_lookup_min", "speculative.prompt_lookup_max"})
+      if (where.has(key))
+        diags.error(where.value(key), std::string("'") + key +
+                                          "' is for method ngram (prompt lookup), not mtp");
   if (sc.method == SpeculativeMethod::None) {
     for (const char *key : {"speculative.num_speculative_tokens", "speculative.prompt_lookup_min",
                             "speculative.prompt_lookup_max"})

@@ -50,6 +50,11 @@ Status readHybridConfig(const JsonFields &f, ModelConfig &c, bool moe) {
   if (c.linearConvKernelDim < 2)
     return f.error("linear_conv_kernel_dim", "the conv kernel must be at least 2 wide, found " +
                                                  std::to_string(c.linearConvKernelDim));
+  // The MTP head's depth: Qwen3.5's key, or Qwen3-Next's.
+  c.mtpLayersKey = f.has("num_nextn_predict_layers") && !f.has("mtp_num_hidden_layers")
+                       ? "num_nextn_predict_layers"
+                       : "mtp_num_hidden_layers";
+  VOLT_READ(c.numMtpLayers, f.nonNegativeInt(c.mtpLayersKey, 0));
   if (!f.has("layer_types")) {
     int64_t interval = 4;
     VOLT_READ(interval, f.positiveInt("full_attention_interval", 4));
@@ -139,14 +144,17 @@ Result<GatedDeltaNet> bindGatedDeltaNet(TensorBinder &b, const ModelConfig &c,
 
 } // namespace
 
-Result<Layer> bindHybridLayer(TensorBinder &b, const ModelConfig &c, int64_t i,
-                              const std::string &p, LinearAttentionLayout layout) {
+namespace {
+
+Result<Layer> bindLayerWith(TensorBinder &b, const ModelConfig &c, int64_t i,
+                            const std::string &p, LinearAttentionLayout layout, MixerKind mixer,
+                            bool moe) {
   Layer l;
   l.index = i;
   const int64_t h = c.hiddenSize;
   VOLT_BIND(l.inputNorm, b.param(p + "input_layernorm.weight", {h}));
   VOLT_BIND(l.postAttentionNorm, b.param(p + "post_attention_layernorm.weight", {h}));
-  if (c.mixers[static_cast<size_t>(i)] == MixerKind::GatedDeltaNet) {
+  if (mixer == MixerKind::GatedDeltaNet) {
     GatedDeltaNet g;
     VOLT_BIND(g, bindGatedDeltaNet(b, c, p + "linear_attn.", layout));
     l.mixer = std::move(g);
@@ -155,8 +163,41 @@ Result<Layer> bindHybridLayer(TensorBinder &b, const ModelConfig &c, int64_t i,
     VOLT_BIND(a, bindGatedAttention(b, c, p + "self_attn."));
     l.mixer = std::move(a);
   }
-  VOLT_BIND(l.ffn, bindFeedForward(b, c, i, p, "mlp.", MlpNames{}));
+  if (moe) {
+    Moe m;
+    VOLT_BIND(m, bindMoe(b, c, p + "mlp.", MlpNames{}));
+    l.ffn = std::move(m);
+  } else {
+    GatedMlp m;
+    VOLT_BIND(m, bindGatedMlp(b, p + "mlp.", MlpNames{}, c.hiddenSize, c.intermediateSize));
+    l.ffn = std::move(m);
+  }
   return l;
+}
+
+} // namespace
+
+Result<Layer> bindHybridLayer(TensorBinder &b, const ModelConfig &c, int64_t i,
+                              const std::string &p, LinearAttentionLayout layout) {
+  return bindLayerWith(b, c, i, p, layout, c.mixers[static_cast<size_t>(i)], c.isMoeLayer(i));
+}
+
+Result<MtpHead> bindHybridMtp(TensorBinder &b, const ModelConfig &c, LinearAttentionLayout layout) {
+  MtpHead m;
+  const int64_t h = c.hiddenSize;
+  VOLT_BIND(m.fc, b.linear("mtp.fc", h, 2 * h));
+  VOLT_BIND(m.preFcNormEmbedding, b.param("mtp.pre_fc_norm_embedding.weight", {h}));
+  VOLT_BIND(m.preFcNormHidden, b.param("mtp.pre_fc_norm_hidden.weight", {h}));
+  // Full-attention layers, with the model's feed-forward block (MoE in the
+  // MoE models); numbered after the model's own layers.
+  for (int64_t j = 0; j < c.numMtpLayers; ++j) {
+    Layer l;
+    VOLT_BIND(l, bindLayerWith(b, c, c.numHiddenLayers + j, "mtp.layers." + std::to_string(j) + ".",
+                               layout, MixerKind::Attention, c.isMoe()));
+    m.layers.push_back(std::move(l));
+  }
+  VOLT_BIND(m.norm, b.param("mtp.norm.weight", {h}));
+  return m;
 }
 
 } // namespace volt::model::families

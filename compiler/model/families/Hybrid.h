@@ -34,6 +34,10 @@ enum class LinearAttentionLayout {
 Result<Layer> bindHybridLayer(TensorBinder &b, const ModelConfig &c, int64_t i,
                               const std::string &prefix, LinearAttentionLayout layout);
 
+/// The multi-token-prediction head: mtp.fc, its two input norms,
+/// c.numMtpLayers full-attention layers (mtp.layers.<j>.) and mtp.norm.
+Result<MtpHead> bindHybridMtp(TensorBinder &b, const ModelConfig &c, LinearAttentionLayout layout);
+
 /// The layer types of the hybrids.
 inline const std::vector<std::pair<std::string, MixerKind>> kHybridLayerTypes = {
     {"linear_attention", MixerKind::GatedDeltaNet}, {"full_attention", MixerKind::Attention}};

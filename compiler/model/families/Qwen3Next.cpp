@@ -2,7 +2,8 @@
 //
 // Qwen3-Next (Qwen3-Next-80B-A3B): a flat config, tensors under
 // "model.layers.", linear attention's projections grouped per key head
-// (in_proj_qkvz, in_proj_ba). MTP tensors (mtp.*) are left unused.
+// (in_proj_qkvz, in_proj_ba). The MTP head (mtp.*) is set aside unless
+// bound for speculative decoding (LoadOptions::bindMtp).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/model/families/Families.h"
@@ -22,6 +23,9 @@ const FamilyDef &qwen3Next() {
     };
     d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
       return bindHybridLayer(b, c, i, c.layerPrefix(i), LinearAttentionLayout::Grouped);
+    };
+    d.bindMtp = [](TensorBinder &b, const ModelConfig &c) {
+      return bindHybridMtp(b, c, LinearAttentionLayout::Grouped);
     };
     return d;
   }();

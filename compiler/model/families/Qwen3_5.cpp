@@ -46,6 +46,9 @@ FamilyDef qwen3_5Family(const char *name, const char *multimodal, const char *te
   d.bindLayer = [](TensorBinder &b, const ModelConfig &c, int64_t i) {
     return bindHybridLayer(b, c, i, c.layerPrefix(i), LinearAttentionLayout::Flat);
   };
+  d.bindMtp = [](TensorBinder &b, const ModelConfig &c) {
+    return bindHybridMtp(b, c, LinearAttentionLayout::Flat);
+  };
   return d;
 }
 

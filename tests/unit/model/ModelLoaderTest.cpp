@@ -272,6 +272,41 @@ TEST(ModelLoader, UnknownTensorsAreReportedNotFatal) {
   EXPECT_EQ(m->unusedTensors[0], "mtp.fc.input_scale_x");
 }
 
+// With LoadOptions::bindMtp the MTP head is bound, not set aside: mtp.fc
+// over [embedding | hidden], its two norms, one full-attention MoE layer
+// numbered after the model's, mtp.norm; every mtp.* tensor used.
+TEST(ModelLoader, TheMtpHeadIsBoundWhenAsked) {
+  LoadOptions options;
+  options.bindMtp = true;
+  auto m = loadModel(writeModelDir("qwen3.5-moe", mkmodel::Format::BF16), options);
+  ASSERT_TRUE(m.ok()) << m.message();
+  EXPECT_TRUE(m->unusedTensors.empty()) << m->unusedTensors.front();
+  ASSERT_TRUE(m->mtp.has_value());
+  const MtpHead &h = *m->mtp;
+  const int64_t hidden = m->config.hiddenSize;
+  EXPECT_EQ(h.fc.module, "mtp.fc");
+  EXPECT_EQ(h.fc.inFeatures, 2 * hidden);
+  EXPECT_EQ(h.fc.outFeatures, hidden);
+  EXPECT_EQ(h.preFcNormEmbedding.name, "mtp.pre_fc_norm_embedding.weight");
+  EXPECT_EQ(h.preFcNormHidden.name, "mtp.pre_fc_norm_hidden.weight");
+  EXPECT_EQ(h.norm.name, "mtp.norm.weight");
+  ASSERT_EQ(h.layers.size(), 1u);
+  EXPECT_EQ(h.layers[0].index, m->config.numHiddenLayers);
+  ASSERT_NE(h.layers[0].attention(), nullptr);
+  EXPECT_TRUE(h.layers[0].attention()->gate.has_value()) << "gated attention";
+  ASSERT_NE(h.layers[0].moe(), nullptr);
+  EXPECT_EQ(h.layers[0].moe()->experts.size(), 8u);
+  ASSERT_EQ(m->setAside.size(), 2u);
+  EXPECT_EQ(m->setAside[1].prefix, "mtp.");
+  EXPECT_EQ(m->setAside[1].tensors, 0u) << "all of the head's tensors are bound";
+  // A family without a head.
+  auto llama = loadModel(writeModelDir("llama", mkmodel::Format::BF16), options);
+  ASSERT_FALSE(llama.ok());
+  EXPECT_NE(llama.message().find("LlamaForCausalLM has no multi-token-prediction head"),
+            std::string::npos)
+      << llama.message();
+}
+
 // Qwen3.5's multimodal layout: the language model under
 // model.language_model., the BF16 experts stacked (each expert's gate, up
 // and down a view of gate_up_proj / down_proj), linear attention's in_proj_qkv

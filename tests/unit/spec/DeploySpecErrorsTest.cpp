@@ -54,10 +54,13 @@ TEST_F(DeploySpecErrors, SpeculativeKeysTogether) {
   EXPECT_THAT(errorWith("speculative:\n  num_speculative_tokens: 3\n"),
               HasSubstr("deploy.yaml:4:27: error: 'speculative.num_speculative_tokens' needs "
                         "'speculative.method' (ngram)"));
-  EXPECT_THAT(errorWith("speculative:\n  method: mtp\n  num_speculative_tokens: 1\n"),
-              HasSubstr("deploy.yaml:4:11: error: invalid value for 'speculative.method': mtp "
-                        "(drafts from the checkpoint's multi-token-prediction head) is not "
-                        "built yet; use ngram"));
+  EXPECT_THAT(errorWith("speculative:\n  method: mtp\n"),
+              HasSubstr("deploy.yaml:4:11: error: 'speculative.num_speculative_tokens' is "
+                        "required with 'speculative.method'"));
+  EXPECT_THAT(errorWith("speculative:\n  method: mtp\n  num_speculative_tokens: 2\n"
+                        "  prompt_lookup_min: 2\n"),
+              HasSubstr("deploy.yaml:6:22: error: 'speculative.prompt_lookup_min' is for method "
+                        "ngram (prompt lookup), not mtp"));
   EXPECT_THAT(errorWith("speculative:\n  method: eagle\n"),
               HasSubstr("invalid value for 'speculative.method'"));
   EXPECT_THAT(errorWith("speculative:\n  method: ngram\n  num_speculative_tokens: 8\n"),

@@ -27,9 +27,11 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/TopCandidates.h"
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/engine/Engine.h"
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/plan/Caches.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/StepOperands.h"
 #include "tests/support/RouterTies.h"
 #include "tests/unit/codegen/NvrtcAvailable.h"
 #include "tests/unit/cuda/FakeCuda.h"
@@ -561,6 +563,156 @@ TEST_P(CudaSimtVerifySteps, MatchCpuBackendThroughRollbacks) {
     EXPECT_GT(rollbacks, 3u);
   EXPECT_EQ(device.skipped, 0u);
   EXPECT_GT(device.launches["gather_rows"], 0u);
+}
+
+/// The serving engine over the cuda backend on the emulated GPU: greedy
+/// requests with `drafts` n-gram draft tokens (0: none); each request's
+/// tokens, and the speculative counters.
+struct GpuEngineRun {
+  std::vector<std::vector<int32_t>> tokens;
+  engine::SpecDecodeStats spec;
+};
+
+GpuEngineRun runGpuEngine(const plan::LoadedPlan &planFile, int ranks, int32_t drafts,
+                          const std::vector<std::vector<int32_t>> &prompts, int32_t maxTokens) {
+  GpuEngineRun run;
+  auto rig = SimRig::create(planFile, ranks);
+  EXPECT_NE(rig, nullptr);
+  if (!rig)
+    return run;
+  const plan::Plan &p = planFile.plan();
+  const plan::Rank *rank0 = p.ranks()->Get(0);
+  engine::EngineConfig c;
+  c.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
+  c.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
+  c.numKvBlocks = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
+  c.numStateSlots = static_cast<int32_t>(plan::stateSlotCount(*rank0));
+  c.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
+  c.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
+  c.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
+  c.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  c.maxLogitsRows = static_cast<int32_t>(plan::maxLogitsRows(*p.limits()));
+  c.numSpeculativeTokens = drafts;
+  c.promptLookupMin = 1;
+  c.promptLookupMax = 2;
+  auto e = engine::Engine::create(c, *rig->gpu);
+  EXPECT_TRUE(e.ok()) << e.message();
+  if (!e.ok())
+    return run;
+  run.tokens.resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine::Request r;
+    r.promptTokens = prompts[i];
+    r.sampling.temperature = 0;
+    r.sampling.maxTokens = maxTokens;
+    r.sampling.ignoreEos = true;
+    r.onOutput = [&run, i](const engine::RequestOutput &o) {
+      if (o.token)
+        run.tokens[i].push_back(*o.token);
+    };
+    auto id = (*e)->submit(std::move(r));
+    EXPECT_TRUE(id.ok()) << id.message();
+  }
+  Status done = (*e)->runUntilIdle();
+  EXPECT_TRUE(done.ok()) << done.message();
+  run.spec = (*e)->stats().specDecode;
+  EXPECT_EQ(rig->device.skipped, 0u);
+  return run;
+}
+
+// The engine verifying n-gram drafts on the emulated GPU gives every greedy
+// request the tokens the same GPU plan gives without drafts (verify steps
+// as direct launches over R rows, rollbacks of recurrent state, decode
+// steps through CUDA graphs), except at a near tie: measured, one of 96
+// tokens parts on Qwen3-MoE, where the cpu backend's two logits are 4e-4
+// apart.
+TEST_P(CudaSimtVerifySteps, EngineOutputsAreThoseWithoutDrafts) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  ASSERT_TRUE(hostKernelsUnavailable().empty()) << hostKernelsUnavailable();
+  const SimModel &m = GetParam();
+  auto path = compileSimPlanHere(m);
+  ASSERT_TRUE(path.ok()) << path.message();
+  auto loaded = plan::LoadedPlan::load(*path);
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  const int32_t vocab = static_cast<int32_t>((*loaded)->plan().model()->vocab_size());
+  // Prompts that repeat a phrase, so that lookups find drafts.
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t length : {21, 9, 30}) {
+    std::vector<int32_t> p;
+    for (int32_t i = 0; i < length; ++i)
+      p.push_back((5 + 13 * (i % (3 + length % 4)) + length) % vocab);
+    prompts.push_back(p);
+  }
+  const GpuEngineRun plain = runGpuEngine(**loaded, m.tensorParallelSize, 0, prompts, 32);
+  const GpuEngineRun spec = runGpuEngine(**loaded, m.tensorParallelSize, 3, prompts, 32);
+  ASSERT_EQ(spec.tokens.size(), prompts.size());
+  // The GPU's verify steps run other kernel variants than its decode steps
+  // (GEMM tiles, not GEMV), so their logits differ by rounding: the tokens
+  // must agree wherever the next token is decided, and may part only at a
+  // near tie. Where they part, the cpu backend's logits of that prefix
+  // (one prefill step) say whether the two tokens were within the bound.
+  auto cpu = executor::CpuBackend::create(**loaded);
+  ASSERT_TRUE(cpu.ok()) << cpu.message();
+  const plan::Plan &p = (*loaded)->plan();
+  const int32_t blockSize = static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size());
+  const int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  const bool recurrent = plan::stateSlotCount(*p.ranks()->Get(0)) > 0;
+  size_t matched = 0, parted = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i));
+    ASSERT_EQ(spec.tokens[i].size(), 32u);
+    ASSERT_EQ(plain.tokens[i].size(), 32u);
+    const auto part = std::mismatch(spec.tokens[i].begin(), spec.tokens[i].end(),
+                                    plain.tokens[i].begin());
+    const size_t j = static_cast<size_t>(part.first - spec.tokens[i].begin());
+    matched += j;
+    if (j == spec.tokens[i].size())
+      continue;
+    ++parted;
+    std::vector<int32_t> ids = prompts[i];
+    ids.insert(ids.end(), plain.tokens[i].begin(), plain.tokens[i].begin() + j);
+    const int32_t n = static_cast<int32_t>(ids.size());
+    std::vector<int32_t> positions(ids.size()), slots(ids.size()),
+        tables(static_cast<size_t>(width));
+    for (int32_t t = 0; t < n; ++t)
+      positions[size_t(t)] = slots[size_t(t)] = t;
+    for (int32_t b = 0; b < width; ++b)
+      tables[size_t(b)] = b;
+    std::vector<int32_t> starts = {0, n}, context = {n}, rows = {n - 1}, own = {0};
+    engine::StepBatch b;
+    b.numTokens = n;
+    b.numSeqs = 1;
+    b.maxBlocksPerSeq = width;
+    b.tokens = ids;
+    b.positions = positions;
+    b.slotMapping = slots;
+    b.seqStarts = starts;
+    b.contextLens = context;
+    b.blockTables = tables;
+    b.logitsRows = rows;
+    if (recurrent)
+      b.stateSlots = own;
+    ASSERT_LE(n, kMaxNumBatchedTokens);
+    ASSERT_LE((n + blockSize - 1) / blockSize, width);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    Status ran = (*cpu)->runStep(b, logits);
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    const testing::RowComparison c = testing::compareRow(logits, logits);
+    const double a = logits[size_t(*part.first)], z = logits[size_t(*part.second)];
+    std::printf("%s: request %zu parts at output %zu (with drafts %d, without %d; cpu logits "
+                "%.4f and %.4f, bound %.4f)\n",
+                m.name.c_str(), i, j, *part.first, *part.second, a, z, c.bound);
+    EXPECT_LE(std::fabs(a - z), 2 * c.bound)
+        << "the tokens part where the next token is decided: a verify step's row is wrong";
+  }
+  EXPECT_GE(matched * 4, prompts.size() * 32 * 3) << "too few tokens the same";
+  EXPECT_LE(parted, 1u);
+  EXPECT_GT(spec.spec.numDrafts, 0u);
+  EXPECT_GT(spec.spec.numAcceptedTokens, 0u);
+  std::printf("%s: %llu verify rounds, %llu of %llu draft tokens accepted\n", m.name.c_str(),
+              static_cast<unsigned long long>(spec.spec.numDrafts),
+              static_cast<unsigned long long>(spec.spec.numAcceptedTokens),
+              static_cast<unsigned long long>(spec.spec.numDraftTokens));
 }
 
 std::vector<SimModel> verifyModels() {

@@ -66,6 +66,34 @@ uint32_t maxLogitsRows(const Limits &limits) {
   return limits.max_logits_rows() == 0 ? limits.max_num_seqs() : limits.max_logits_rows();
 }
 
+engine::EngineConfig engineConfigOf(const Plan &p) {
+  const Rank *rank0 = p.ranks()->Get(0);
+  const Limits *limits = p.limits();
+  engine::EngineConfig config;
+  config.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
+  // The loader checked that every rank has the paged KV group.
+  config.blockSize = static_cast<int32_t>(pagedKvGroup(*rank0)->block_size());
+  config.numKvBlocks = static_cast<int32_t>(pagedKvGroup(*rank0)->num_blocks());
+  config.numStateSlots = static_cast<int32_t>(stateSlotCount(*rank0));
+  config.maxNumSeqs = static_cast<int32_t>(limits->max_num_seqs());
+  config.maxNumBatchedTokens = static_cast<int32_t>(limits->max_num_batched_tokens());
+  config.maxModelLen = static_cast<int32_t>(limits->max_model_len());
+  config.maxBlocksPerSeq = static_cast<int32_t>(limits->max_blocks_per_seq());
+  config.enablePrefixCaching = p.enable_prefix_caching();
+  config.maxLogitsRows = static_cast<int32_t>(maxLogitsRows(*limits));
+  if (const Speculative *sp = p.speculative()) {
+    // The loader checked them (PlanFile.cpp).
+    config.numSpeculativeTokens = static_cast<int32_t>(sp->num_speculative_tokens());
+    config.promptLookupMin = static_cast<int32_t>(sp->prompt_lookup_min());
+    config.promptLookupMax = static_cast<int32_t>(sp->prompt_lookup_max());
+  }
+  if (p.model()->eos_token_ids())
+    config.eosTokenIds.assign(p.model()->eos_token_ids()->begin(),
+                              p.model()->eos_token_ids()->end());
+  config.seed = static_cast<uint64_t>(p.seed());
+  return config;
+}
+
 DType operandDtype(const Rank &rank, const Operand &o) {
   if (o.kind() == OperandKind::Output)
     return DType::F32;

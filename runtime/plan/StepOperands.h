@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/engine/EngineConfig.h"
 #include "runtime/engine/StepBackend.h"
 #include "runtime/schema/PlanFormat.h"
 #include "runtime/support/Status.h"
@@ -57,6 +58,12 @@ uint64_t operandRows(const Rank &rank, const Operand &operand, uint64_t tokens,
 /// The plan's most logits rows per step (Limits.max_logits_rows, or
 /// max_num_seqs for plans without it).
 uint32_t maxLogitsRows(const Limits &limits);
+
+/// The engine's limits as a loaded plan (PlanFile.h: checked) fixes them:
+/// vocabulary, the paged KV group's blocks, the state slots, Limits, prefix
+/// caching, speculative decoding, EOS ids and seed. The serving options
+/// (sampler threads, logprobs) are left at their defaults.
+engine::EngineConfig engineConfigOf(const Plan &plan);
 
 /// The element type of an activation operand: its buffer's, F32 for the
 /// step output, F16 otherwise.

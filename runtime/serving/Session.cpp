@@ -128,29 +128,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
       }
   }
 
-  const plan::Rank *rank0 = p.ranks()->Get(0);
-  engine::EngineConfig config;
-  config.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
-  // The loader checked that every rank has the paged KV group.
-  config.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
-  config.numKvBlocks = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
-  config.numStateSlots = static_cast<int32_t>(plan::stateSlotCount(*rank0));
-  config.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
-  config.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
-  config.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
-  config.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
-  config.enablePrefixCaching = p.enable_prefix_caching();
-  config.maxLogitsRows = static_cast<int32_t>(plan::maxLogitsRows(*p.limits()));
-  if (const plan::Speculative *sp = p.speculative()) {
-    // The loader checked them (runtime/plan/PlanFile.cpp).
-    config.numSpeculativeTokens = static_cast<int32_t>(sp->num_speculative_tokens());
-    config.promptLookupMin = static_cast<int32_t>(sp->prompt_lookup_min());
-    config.promptLookupMax = static_cast<int32_t>(sp->prompt_lookup_max());
-  }
-  if (p.model()->eos_token_ids())
-    config.eosTokenIds.assign(p.model()->eos_token_ids()->begin(),
-                              p.model()->eos_token_ids()->end());
-  config.seed = static_cast<uint64_t>(p.seed());
+  engine::EngineConfig config = plan::engineConfigOf(p);
   if (options.samplerThreads < 0 || options.samplerThreads > 256)
     return Error("sampler threads: expected 0 (one per core) to 256, found " +
                  std::to_string(options.samplerThreads));

@@ -6,10 +6,12 @@
 // preemption, matches the recurrence written here, state and all; and
 // every request's tokens are the ones it gets alone.
 #include "PlanFixture.h"
+#include "tests/support/GreedyRequests.h"
 
 #include "compiler/driver/Check.h"
 #include "compiler/driver/Inspect.h"
 #include "runtime/engine/Engine.h"
+#include "runtime/engine/Scheduler.h"
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/numerics/Half.h"
 #include "runtime/plan/Caches.h"
@@ -144,23 +146,9 @@ struct EngineRun {
 };
 
 engine::EngineConfig engineConfig(const plan::Plan &p, int32_t kvBlocks) {
-  const plan::Rank *rank0 = p.ranks()->Get(0);
-  engine::EngineConfig c;
-  c.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
-  c.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
-  c.numKvBlocks =
-      kvBlocks > 0 ? kvBlocks : static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
-  c.numStateSlots = static_cast<int32_t>(plan::stateSlotCount(*rank0));
-  c.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
-  c.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
-  c.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
-  c.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
-  c.maxLogitsRows = static_cast<int32_t>(plan::maxLogitsRows(*p.limits()));
-  if (const plan::Speculative *sp = p.speculative()) {
-    c.numSpeculativeTokens = static_cast<int32_t>(sp->num_speculative_tokens());
-    c.promptLookupMin = static_cast<int32_t>(sp->prompt_lookup_min());
-    c.promptLookupMax = static_cast<int32_t>(sp->prompt_lookup_max());
-  }
+  engine::EngineConfig c = plan::engineConfigOf(p);
+  if (kvBlocks > 0)
+    c.numKvBlocks = kvBlocks;
   return c;
 }
 
@@ -181,22 +169,7 @@ EngineRun runEngine(const plan::LoadedPlan &plan, const std::vector<std::vector<
   EXPECT_TRUE(engine.ok()) << engine.message();
   if (!engine.ok())
     return run;
-  run.tokens.resize(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine::Request r;
-    r.promptTokens = prompts[i];
-    r.sampling.temperature = 0;
-    r.sampling.maxTokens = maxTokens;
-    r.sampling.ignoreEos = true;
-    r.onOutput = [&run, i](const engine::RequestOutput &o) {
-      if (o.token)
-        run.tokens[i].push_back(*o.token);
-    };
-    auto id = (*engine)->submit(std::move(r));
-    EXPECT_TRUE(id.ok()) << id.message();
-  }
-  Status done = (*engine)->runUntilIdle();
-  EXPECT_TRUE(done.ok()) << done.message();
+  run.tokens = testing::runGreedyRequests(**engine, prompts, maxTokens);
   run.stats = (*engine)->stats();
   return run;
 }
@@ -275,28 +248,22 @@ TEST(StateModel, StepsWithBadStateSlotsAreRefused) {
   auto loaded = plan::LoadedPlan::load(testing::compilePlan(r));
   ASSERT_TRUE(loaded.ok()) << loaded.message();
   const plan::Plan &p = (*loaded)->plan();
-  const int32_t slots = kMaxNumSeqs * 3, width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  const int32_t slots = kMaxNumSeqs * 3;
   // Two sequences: a decode of one token, and a verify step of three.
-  std::vector<int32_t> tokens = {5, 6, 7, 8}, positions = {3, 9, 10, 11}, slotMap = {3, 25, 26, 27},
-                       starts = {0, 1, 4}, contexts = {4, 12}, tables(2 * size_t(width), 0),
-                       rows = {0, 1, 2, 3}, own = {0, 1}, copies = {-1, 4, 5, -1};
-  tables[size_t(width)] = 1;
-  auto check = [&]() {
-    engine::StepBatch b;
-    b.numTokens = 4;
-    b.numSeqs = 2;
-    b.maxBlocksPerSeq = width;
-    b.tokens = tokens;
-    b.positions = positions;
-    b.slotMapping = slotMap;
-    b.seqStarts = starts;
-    b.contextLens = contexts;
-    b.blockTables = tables;
-    b.logitsRows = rows;
-    b.stateSlots = own;
-    b.stateSnapshots = copies;
-    return plan::checkStep(p, b);
-  };
+  engine::StepBuffers buf;
+  buf.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  buf.tokens = {5, 6, 7, 8};
+  buf.positions = {3, 9, 10, 11};
+  buf.slotMapping = {3, 25, 26, 27};
+  buf.seqStarts = {0, 1, 4};
+  buf.contextLens = {4, 12};
+  buf.blockTables.assign(2 * size_t(buf.maxBlocksPerSeq), 0);
+  buf.blockTables[size_t(buf.maxBlocksPerSeq)] = 1;
+  buf.logitsRows = {0, 1, 2, 3};
+  buf.stateSlots = {0, 1};
+  buf.stateSnapshots = {-1, 4, 5, -1};
+  std::vector<int32_t> &own = buf.stateSlots, &copies = buf.stateSnapshots;
+  auto check = [&]() { return plan::checkStep(p, buf.view()); };
   Status ok = check();
   ASSERT_TRUE(ok.ok()) << ok.message();
   auto refused = [&](const std::string &want) {
@@ -329,22 +296,17 @@ TEST(StateModel, StepsWithBadStateSlotsAreRefused) {
   plain.maxNumBatchedTokens = kMaxNumBatchedTokens;
   auto llama = plan::LoadedPlan::load(testing::compilePlan(plain));
   ASSERT_TRUE(llama.ok()) << llama.message();
-  engine::StepBatch b;
-  const int32_t w = static_cast<int32_t>((*llama)->plan().limits()->max_blocks_per_seq());
-  std::vector<int32_t> t = {5}, pos = {0}, sm = {0}, st = {0, 1}, cl = {1}, bt(size_t(w), 0),
-                       rw = {0}, cp = {3};
-  b.numTokens = 1;
-  b.numSeqs = 1;
-  b.maxBlocksPerSeq = w;
-  b.tokens = t;
-  b.positions = pos;
-  b.slotMapping = sm;
-  b.seqStarts = st;
-  b.contextLens = cl;
-  b.blockTables = bt;
-  b.logitsRows = rw;
-  b.stateSnapshots = cp;
-  Status noState = plan::checkStep((*llama)->plan(), b);
+  engine::StepBuffers one;
+  one.maxBlocksPerSeq = static_cast<int32_t>((*llama)->plan().limits()->max_blocks_per_seq());
+  one.tokens = {5};
+  one.positions = {0};
+  one.slotMapping = {0};
+  one.seqStarts = {0, 1};
+  one.contextLens = {1};
+  one.blockTables.assign(size_t(one.maxBlocksPerSeq), 0);
+  one.logitsRows = {0};
+  one.stateSnapshots = {3};
+  Status noState = plan::checkStep((*llama)->plan(), one.view());
   ASSERT_FALSE(noState.ok());
   EXPECT_EQ(noState.message(), "state snapshots for a plan without recurrent state");
 }

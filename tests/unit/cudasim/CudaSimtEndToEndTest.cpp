@@ -28,10 +28,12 @@
 #include "runtime/cpu/TopCandidates.h"
 #include "runtime/cuda/CudaBackend.h"
 #include "runtime/engine/Engine.h"
+#include "runtime/engine/Scheduler.h"
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/plan/Caches.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/StepOperands.h"
+#include "tests/support/GreedyRequests.h"
 #include "tests/support/RouterTies.h"
 #include "tests/unit/codegen/NvrtcAvailable.h"
 #include "tests/unit/cuda/FakeCuda.h"
@@ -47,6 +49,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <numeric>
 
 namespace volt::cudasim {
 namespace {
@@ -127,6 +130,17 @@ int64_t splitKTokens(const plan::Plan &p) {
 /// How the GPU side of a step runs.
 enum class Path { Logits, Candidates };
 
+/// `m`'s plan, compiled and loaded; null (the test failed) when either fails.
+std::unique_ptr<plan::LoadedPlan> loadSimPlan(const SimModel &m) {
+  auto path = compileSimPlanHere(m);
+  EXPECT_TRUE(path.ok()) << path.message();
+  if (!path.ok())
+    return nullptr;
+  auto loaded = plan::LoadedPlan::load(*path);
+  EXPECT_TRUE(loaded.ok()) << loaded.message();
+  return loaded.ok() ? std::move(*loaded) : nullptr;
+}
+
 /// A GPU plan's two backends: the cuda backend on the fake driver and NCCL,
 /// every launch checked by PlanEmulator and run by the SIMT emulator
 /// (device memory starting as NaN, so that a kernel reading what no one
@@ -177,11 +191,9 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
       << hostKernelsUnavailable()
       << " (NVRTC is installed now: rebuild the target cudasim_instances)";
   const SimModel &m = GetParam();
-  auto path = compileSimPlanHere(m);
-  ASSERT_TRUE(path.ok()) << path.message();
-  auto loaded = plan::LoadedPlan::load(*path);
-  ASSERT_TRUE(loaded.ok()) << loaded.message();
-  const plan::LoadedPlan &planFile = **loaded;
+  auto loaded = loadSimPlan(m);
+  ASSERT_NE(loaded, nullptr);
+  const plan::LoadedPlan &planFile = *loaded;
   const plan::Plan &p = planFile.plan();
 
   auto rig = SimRig::create(planFile, m.tensorParallelSize);
@@ -414,11 +426,9 @@ TEST_P(CudaSimtVerifySteps, MatchCpuBackendThroughRollbacks) {
       << hostKernelsUnavailable()
       << " (NVRTC is installed now: rebuild the target cudasim_instances)";
   const SimModel &m = GetParam();
-  auto path = compileSimPlanHere(m);
-  ASSERT_TRUE(path.ok()) << path.message();
-  auto loaded = plan::LoadedPlan::load(*path);
-  ASSERT_TRUE(loaded.ok()) << loaded.message();
-  const plan::LoadedPlan &planFile = **loaded;
+  auto loaded = loadSimPlan(m);
+  ASSERT_NE(loaded, nullptr);
+  const plan::LoadedPlan &planFile = *loaded;
   const plan::Plan &p = planFile.plan();
   ASSERT_NE(p.speculative(), nullptr);
   constexpr int32_t kDrafts = 3;
@@ -459,7 +469,13 @@ TEST_P(CudaSimtVerifySteps, MatchCpuBackendThroughRollbacks) {
   size_t compared = 0, onTies = 0, carriedRows = 0, rollbacks = 0, verifyRows = 0;
   for (int step = 0; step < 8; ++step) {
     SCOPED_TRACE("step " + std::to_string(step));
-    std::vector<int32_t> ids, positions, slots, starts{0}, context, tables, rows, own, copies;
+    engine::StepBuffers buf;
+    buf.maxBlocksPerSeq = maxBlocks;
+    buf.seqStarts = {0};
+    std::vector<int32_t> &ids = buf.tokens, &positions = buf.positions, &slots = buf.slotMapping,
+                         &starts = buf.seqStarts, &context = buf.contextLens,
+                         &tables = buf.blockTables, &rows = buf.logitsRows,
+                         &own = buf.stateSlots, &copies = buf.stateSnapshots;
     std::vector<int32_t> drafts(seqs.size(), 0);
     for (size_t s = 0; s < seqs.size(); ++s) {
       Seq &q = seqs[s];
@@ -488,22 +504,12 @@ TEST_P(CudaSimtVerifySteps, MatchCpuBackendThroughRollbacks) {
         tables.push_back(static_cast<int32_t>(s) * maxBlocks + b);
       own.push_back(q.slot);
     }
-    engine::StepBatch b;
-    b.numTokens = static_cast<int32_t>(ids.size());
-    b.numSeqs = static_cast<int32_t>(seqs.size());
-    b.maxBlocksPerSeq = maxBlocks;
-    b.tokens = ids;
-    b.positions = positions;
-    b.slotMapping = slots;
-    b.seqStarts = starts;
-    b.contextLens = context;
-    b.blockTables = tables;
-    b.logitsRows = rows;
-    if (recurrent) {
-      b.stateSlots = own;
-      if (step > 0)
-        b.stateSnapshots = copies;
-    }
+    // Plans without state take no slots; the prefill step makes no copies.
+    if (!recurrent)
+      own.clear();
+    if (!recurrent || step == 0)
+      copies.clear();
+    const engine::StepBatch b = buf.view();
     const size_t R = rows.size();
     std::vector<float> want(R * vocab), got(R * vocab);
     device.routerGaps.clear();
@@ -580,18 +586,7 @@ GpuEngineRun runGpuEngine(const plan::LoadedPlan &planFile, int ranks, int32_t d
   EXPECT_NE(rig, nullptr);
   if (!rig)
     return run;
-  const plan::Plan &p = planFile.plan();
-  const plan::Rank *rank0 = p.ranks()->Get(0);
-  engine::EngineConfig c;
-  c.vocabSize = static_cast<int32_t>(p.model()->vocab_size());
-  c.blockSize = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->block_size());
-  c.numKvBlocks = static_cast<int32_t>(plan::pagedKvGroup(*rank0)->num_blocks());
-  c.numStateSlots = static_cast<int32_t>(plan::stateSlotCount(*rank0));
-  c.maxNumSeqs = static_cast<int32_t>(p.limits()->max_num_seqs());
-  c.maxNumBatchedTokens = static_cast<int32_t>(p.limits()->max_num_batched_tokens());
-  c.maxModelLen = static_cast<int32_t>(p.limits()->max_model_len());
-  c.maxBlocksPerSeq = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
-  c.maxLogitsRows = static_cast<int32_t>(plan::maxLogitsRows(*p.limits()));
+  engine::EngineConfig c = plan::engineConfigOf(planFile.plan());
   c.numSpeculativeTokens = drafts;
   c.promptLookupMin = 1;
   c.promptLookupMax = 2;
@@ -599,22 +594,7 @@ GpuEngineRun runGpuEngine(const plan::LoadedPlan &planFile, int ranks, int32_t d
   EXPECT_TRUE(e.ok()) << e.message();
   if (!e.ok())
     return run;
-  run.tokens.resize(prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    engine::Request r;
-    r.promptTokens = prompts[i];
-    r.sampling.temperature = 0;
-    r.sampling.maxTokens = maxTokens;
-    r.sampling.ignoreEos = true;
-    r.onOutput = [&run, i](const engine::RequestOutput &o) {
-      if (o.token)
-        run.tokens[i].push_back(*o.token);
-    };
-    auto id = (*e)->submit(std::move(r));
-    EXPECT_TRUE(id.ok()) << id.message();
-  }
-  Status done = (*e)->runUntilIdle();
-  EXPECT_TRUE(done.ok()) << done.message();
+  run.tokens = testing::runGreedyRequests(**e, prompts, maxTokens);
   run.spec = (*e)->stats().specDecode;
   EXPECT_EQ(rig->device.skipped, 0u);
   return run;
@@ -630,11 +610,9 @@ TEST_P(CudaSimtVerifySteps, EngineOutputsAreThoseWithoutDrafts) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
   ASSERT_TRUE(hostKernelsUnavailable().empty()) << hostKernelsUnavailable();
   const SimModel &m = GetParam();
-  auto path = compileSimPlanHere(m);
-  ASSERT_TRUE(path.ok()) << path.message();
-  auto loaded = plan::LoadedPlan::load(*path);
-  ASSERT_TRUE(loaded.ok()) << loaded.message();
-  const int32_t vocab = static_cast<int32_t>((*loaded)->plan().model()->vocab_size());
+  auto loaded = loadSimPlan(m);
+  ASSERT_NE(loaded, nullptr);
+  const int32_t vocab = static_cast<int32_t>(loaded->plan().model()->vocab_size());
   // Prompts that repeat a phrase, so that lookups find drafts.
   std::vector<std::vector<int32_t>> prompts;
   for (int32_t length : {21, 9, 30}) {
@@ -643,17 +621,17 @@ TEST_P(CudaSimtVerifySteps, EngineOutputsAreThoseWithoutDrafts) {
       p.push_back((5 + 13 * (i % (3 + length % 4)) + length) % vocab);
     prompts.push_back(p);
   }
-  const GpuEngineRun plain = runGpuEngine(**loaded, m.tensorParallelSize, 0, prompts, 32);
-  const GpuEngineRun spec = runGpuEngine(**loaded, m.tensorParallelSize, 3, prompts, 32);
+  const GpuEngineRun plain = runGpuEngine(*loaded, m.tensorParallelSize, 0, prompts, 32);
+  const GpuEngineRun spec = runGpuEngine(*loaded, m.tensorParallelSize, 3, prompts, 32);
   ASSERT_EQ(spec.tokens.size(), prompts.size());
   // The GPU's verify steps run other kernel variants than its decode steps
   // (GEMM tiles, not GEMV), so their logits differ by rounding: the tokens
   // must agree wherever the next token is decided, and may part only at a
   // near tie. Where they part, the cpu backend's logits of that prefix
   // (one prefill step) say whether the two tokens were within the bound.
-  auto cpu = executor::CpuBackend::create(**loaded);
+  auto cpu = executor::CpuBackend::create(*loaded);
   ASSERT_TRUE(cpu.ok()) << cpu.message();
-  const plan::Plan &p = (*loaded)->plan();
+  const plan::Plan &p = loaded->plan();
   const int32_t blockSize = static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size());
   const int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
   const bool recurrent = plan::stateSlotCount(*p.ranks()->Get(0)) > 0;
@@ -669,33 +647,27 @@ TEST_P(CudaSimtVerifySteps, EngineOutputsAreThoseWithoutDrafts) {
     if (j == spec.tokens[i].size())
       continue;
     ++parted;
-    std::vector<int32_t> ids = prompts[i];
-    ids.insert(ids.end(), plain.tokens[i].begin(), plain.tokens[i].begin() + j);
-    const int32_t n = static_cast<int32_t>(ids.size());
-    std::vector<int32_t> positions(ids.size()), slots(ids.size()),
-        tables(static_cast<size_t>(width));
-    for (int32_t t = 0; t < n; ++t)
-      positions[size_t(t)] = slots[size_t(t)] = t;
-    for (int32_t b = 0; b < width; ++b)
-      tables[size_t(b)] = b;
-    std::vector<int32_t> starts = {0, n}, context = {n}, rows = {n - 1}, own = {0};
-    engine::StepBatch b;
-    b.numTokens = n;
-    b.numSeqs = 1;
-    b.maxBlocksPerSeq = width;
-    b.tokens = ids;
-    b.positions = positions;
-    b.slotMapping = slots;
-    b.seqStarts = starts;
-    b.contextLens = context;
-    b.blockTables = tables;
-    b.logitsRows = rows;
+    // The prefix as one prefill step: token t at position and KV slot t.
+    engine::StepBuffers prefix;
+    prefix.tokens = prompts[i];
+    prefix.tokens.insert(prefix.tokens.end(), plain.tokens[i].begin(),
+                         plain.tokens[i].begin() + j);
+    const int32_t n = static_cast<int32_t>(prefix.tokens.size());
+    prefix.positions.resize(prefix.tokens.size());
+    std::iota(prefix.positions.begin(), prefix.positions.end(), 0);
+    prefix.slotMapping = prefix.positions;
+    prefix.maxBlocksPerSeq = width;
+    prefix.blockTables.resize(static_cast<size_t>(width));
+    std::iota(prefix.blockTables.begin(), prefix.blockTables.end(), 0);
+    prefix.seqStarts = {0, n};
+    prefix.contextLens = {n};
+    prefix.logitsRows = {n - 1};
     if (recurrent)
-      b.stateSlots = own;
+      prefix.stateSlots = {0};
     ASSERT_LE(n, kMaxNumBatchedTokens);
     ASSERT_LE((n + blockSize - 1) / blockSize, width);
     std::vector<float> logits(static_cast<size_t>(vocab));
-    Status ran = (*cpu)->runStep(b, logits);
+    Status ran = (*cpu)->runStep(prefix.view(), logits);
     ASSERT_TRUE(ran.ok()) << ran.message();
     const testing::RowComparison c = testing::compareRow(logits, logits);
     const double a = logits[size_t(*part.first)], z = logits[size_t(*part.second)];

@@ -12,13 +12,6 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   if (s >= count)
     return;
   constexpr int kBytes = VOLT_DIM * VOLT_ELEMENT_BYTES;
-  const u8 *src = in + static_cast<i64>(rows[s]) * kBytes;
-  u8 *dst = out + static_cast<i64>(s) * kBytes;
-  if (kBytes % 16 == 0) {
-    for (int i = threadIdx.x; i < kBytes / 16; i += VOLT_THREADS)
-      store16(dst + 16 * i, loadReadOnly16(src + 16 * i));
-  } else {
-    for (int i = threadIdx.x; i < kBytes; i += VOLT_THREADS)
-      dst[i] = src[i];
-  }
+  copyRow<kBytes, VOLT_THREADS>(in + static_cast<i64>(rows[s]) * kBytes,
+                                out + static_cast<i64>(s) * kBytes);
 }

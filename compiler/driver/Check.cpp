@@ -113,16 +113,15 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
     return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
                  " keep a recurrent state per sequence, which a cached prefix does not "
                  "restore; prefix caching is not supported for such models; remove it");
-  if (s.speculative.method == spec::SpeculativeMethod::Mtp)
-    // The loader bound the head (model::LoadOptions::bindMtp): its tensors
-    // are there and match the config.
-    return Error(file + ": speculative: method mtp: " +
-                 (m.mtp ? "the checkpoint's MTP head (mtp.fc, " +
-                              std::to_string(m.mtp->layers.size()) +
-                              " decoder layer(s), mtp.norm) matches its config"
-                        : std::string("the config has an MTP head (the directory has no "
-                                      "weights to check)")) +
-                 ", but drafting with it is not built yet; use method: ngram");
+  // The loader bound the head (model::LoadOptions::bindMtp): its tensors
+  // are there and match the config. Its draft program runs on the cpu
+  // backend; the cuda backend does not run draft steps yet.
+  if (s.speculative.method == spec::SpeculativeMethod::Mtp && s.sku.arch != spec::Arch::Cpu)
+    return Error(file + ": speculative: method mtp: the draft program runs on the cpu backend "
+                        "only so far (target " +
+                 s.sku.name +
+                 "); the cuda backend's draft steps are not built yet; use method: ngram, or "
+                 "target: cpu");
   return Status::success();
 }
 

@@ -44,9 +44,12 @@ std::string weightRole(const std::string &name) {
 }
 
 /// What one decode step launches, by kernel (GPU plans) or op (cpu plans).
-std::map<std::string, int> launchesPerDecodeStep(const plan::Plan &p, const plan::Rank &r) {
+std::map<std::string, int> launchesPerDecodeStep(const plan::Plan &p, const plan::Rank &r,
+                                                 plan::Program program = plan::Program::Target) {
   std::map<std::string, int> counts;
-  for (const plan::Op *op : *r.ops()) {
+  const auto [first, last] = plan::programOps(r, program);
+  for (uint32_t i = first; i < last; ++i) {
+    const plan::Op *op = r.ops()->Get(i);
     std::string name = plan::EnumNameOpKind(op->kind());
     if (op->launches() && op->launches()->size() > 0 && p.kernels()) {
       // A decode step of one sequence runs the first variant.
@@ -180,6 +183,15 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
     nlohmann::json kernels = nlohmann::json::object();
     for (const auto &[name, count] : launchesPerDecodeStep(p, *r))
       kernels[name] = count;
+    nlohmann::json draft = nullptr;
+    if (r->draft_ops_begin() > 0) {
+      nlohmann::json launches = nlohmann::json::object();
+      for (const auto &[name, count] : launchesPerDecodeStep(p, *r, plan::Program::Draft))
+        launches[name] = count;
+      draft = {{"first_op", r->draft_ops_begin()},
+               {"ops", r->ops()->size() - r->draft_ops_begin()},
+               {"launches_per_draft_step", launches}};
+    }
     uint64_t total = (budget ? budget->cuda_context_bytes() + budget->nccl_bytes() : 0) +
                      r->pack()->bytes() + r->arena_bytes() + r->workspace_bytes() +
                      r->cache_bytes();
@@ -211,7 +223,8 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
          {"arena_buffers", arenaBuffers},
          {"weights_by_role", weightRoles},
          {"op_names", opNames},
-         {"launches_per_decode_step", kernels}});
+         {"launches_per_decode_step", kernels},
+         {"draft_program", draft}});
   }
   nlohmann::json kernelList = nlohmann::json::array();
   // The SKU the plan was compiled for, for occupancy.
@@ -234,11 +247,14 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
       kernelList.push_back(entry);
     }
   nlohmann::json speculative = nullptr;
-  if (const plan::Speculative *sp = p.speculative())
+  if (const plan::Speculative *sp = p.speculative()) {
     speculative = {{"method", str(sp->method())},
-                   {"num_speculative_tokens", sp->num_speculative_tokens()},
-                   {"prompt_lookup_min", sp->prompt_lookup_min()},
-                   {"prompt_lookup_max", sp->prompt_lookup_max()}};
+                   {"num_speculative_tokens", sp->num_speculative_tokens()}};
+    if (str(sp->method()) == "ngram") {
+      speculative["prompt_lookup_min"] = sp->prompt_lookup_min();
+      speculative["prompt_lookup_max"] = sp->prompt_lookup_max();
+    }
+  }
   report.json = {{"plan", planPath.string()},
                  {"format_version", p.format_version()},
                  {"producer", str(p.producer())},
@@ -271,9 +287,13 @@ std::string formatInspectReport(const InspectReport &report) {
   if (!j["speculative"].is_null()) {
     const auto &sp = j["speculative"];
     out << "  speculative: " << sp["method"].get<std::string>() << ", "
-        << sp["num_speculative_tokens"] << " draft tokens per step (prompt lookup "
-        << sp["prompt_lookup_min"] << ".." << sp["prompt_lookup_max"]
-        << "), up to " << j["max_logits_rows"] << " logits rows per step\n";
+        << sp["num_speculative_tokens"] << " draft tokens per step";
+    if (sp.contains("prompt_lookup_min"))
+      out << " (prompt lookup " << sp["prompt_lookup_min"] << ".." << sp["prompt_lookup_max"]
+          << ")";
+    else
+      out << " (the checkpoint's MTP head, greedy)";
+    out << ", up to " << j["max_logits_rows"] << " logits rows per step\n";
   }
   auto row = [&](const std::string &what, uint64_t bytes, const std::string &note = "") {
     char buf[384];
@@ -339,6 +359,17 @@ std::string formatInspectReport(const InspectReport &report) {
     out << "    launches per decode step: " << launches << "\n";
     for (const auto &[name, count] : r["launches_per_decode_step"].items())
       out << "      " << count << " x " << name << "\n";
+    if (!r["draft_program"].is_null()) {
+      const auto &d = r["draft_program"];
+      uint64_t draftLaunches = 0;
+      for (const auto &[name, count] : d["launches_per_draft_step"].items())
+        draftLaunches += count.get<uint64_t>();
+      out << "    draft program (MTP head): ops " << d["first_op"] << ".."
+          << d["first_op"].get<uint64_t>() + d["ops"].get<uint64_t>() - 1 << ", "
+          << draftLaunches << " launches per draft step\n";
+      for (const auto &[name, count] : d["launches_per_draft_step"].items())
+        out << "      " << count << " x " << name << "\n";
+    }
   }
   if (!j["kernels"].empty()) {
     out << "  kernels:\n";

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
 #include <cmath>
@@ -370,6 +371,13 @@ private:
   Value mixer(Value h, const Layer &l, Value positions, Value metadata);
   Value mlp(Value h, const GatedMlp &m, const std::string &name);
   Value moe(Value h, const model::Moe &m);
+  /// One decoder layer on the residual stream (`h`: its input norm's
+  /// output); the new residual, null on error.
+  Value decoderLayer(Value residual, Value h, const Layer &l, Value positions, Value metadata);
+  /// The LM head over the gathered rows.
+  Value lmHead(Value last, Type logitsType);
+  /// The MTP head's draft program (docs/design/speculative.md).
+  LogicalResult buildDraft(ModuleOp module);
 
   MLIRContext &ctx_;
   OpBuilder b_;
@@ -480,6 +488,79 @@ Value Importer::moe(Value h, const model::Moe &l) {
   return y;
 }
 
+Value Importer::decoderLayer(Value residual, Value h, const Layer &l, Value positions,
+                             Value metadata) {
+  Value mixed = mixer(h, l, positions, metadata);
+  if (!mixed)
+    return {};
+  residual = add(residual, mixed);
+  h = rmsNorm(residual, l.postAttentionNorm);
+  Value ffn = l.moe() ? moe(h, *l.moe())
+                      : mlp(h, *l.mlp(), "model.layers." + std::to_string(l.index) + ".mlp");
+  if (!ffn)
+    return {};
+  return add(residual, ffn);
+}
+
+Value Importer::lmHead(Value last, Type logitsType) {
+  if (m_.lmHeadTied)
+    return b_.create<ir::LinearOp>(at("lm_head"), logitsType, last, param(m_.embedTokens), Value());
+  return linear(last, {&m_.lmHead}, b_.getF32Type());
+}
+
+LogicalResult Importer::buildDraft(ModuleOp module) {
+  // @draft(tokens, positions, attention, logits_rows, hidden): token t is
+  // the token after position t, hidden the target's (or the previous
+  // draft step's) normed hidden state at that position. x =
+  // mtp.fc([pre_fc_norm_embedding(embed(token)) | pre_fc_norm_hidden(hidden)]),
+  // the MTP decoder layer(s), mtp.norm; the shared LM head gives the
+  // draft, and the normed state feeds the next draft step.
+  const model::MtpHead &mtp = *m_.mtp;
+  b_.setInsertionPointToEnd(module.getBody());
+  auto ids = RankedTensorType::get({ShapedType::kDynamic}, b_.getI32Type());
+  auto logitsType = activation(c_.vocabSize, b_.getF32Type());
+  // The hidden rows are kept in FP16, the activation dtype (StepOutput.Hidden).
+  auto hiddenType = activation(c_.hiddenSize, b_.getF16Type());
+  auto fn = b_.create<func::FuncOp>(
+      loc_, "draft",
+      b_.getFunctionType({ids, ids, ir::AttentionMetadataType::get(&ctx_), ids, hiddenType},
+                         {logitsType, activation(c_.hiddenSize)}));
+  const char *roles[] = {"tokens", "positions", "attention", "logits_rows", "hidden"};
+  for (unsigned i = 0; i < 5; ++i)
+    fn.setArgAttr(i, "volt.input", b_.getStringAttr(roles[i]));
+  fn.setResultAttr(0, "volt.output", b_.getStringAttr("logits"));
+  fn.setResultAttr(1, "volt.output", b_.getStringAttr("hidden"));
+  Block *body = fn.addEntryBlock();
+  b_.setInsertionPointToStart(body);
+  Value tokens = body->getArgument(0), positions = body->getArgument(1),
+        metadata = body->getArgument(2), rows = body->getArgument(3),
+        hidden = body->getArgument(4);
+  Value e = b_.create<ir::EmbeddingOp>(at(m_.embedTokens.name), activation(c_.hiddenSize), tokens,
+                                       param(m_.embedTokens), UnitAttr());
+  Value en = rmsNorm(e, mtp.preFcNormEmbedding);
+  // In the activation dtype, as the embedding's norm (the hidden rows
+  // arrive in FP16, which LegalizeDtypes makes every activation).
+  Value hn = b_.create<ir::RmsNormOp>(at(mtp.preFcNormHidden.name), activation(c_.hiddenSize),
+                                      hidden, normParam(mtp.preFcNormHidden),
+                                      b_.getF32FloatAttr(static_cast<float>(c_.rmsNormEps)));
+  Value both = b_.create<ir::ConcatOp>(at("mtp.fc"), activation(2 * c_.hiddenSize), en, hn);
+  Value residual = linear(both, {&mtp.fc});
+  if (!residual)
+    return failure();
+  for (const Layer &l : mtp.layers) {
+    residual = decoderLayer(residual, rmsNorm(residual, l.inputNorm), l, positions, metadata);
+    if (!residual)
+      return failure();
+  }
+  Value normed = rmsNorm(residual, mtp.norm);
+  Value last = b_.create<ir::GatherRowsOp>(loc_, normed.getType(), normed, rows);
+  Value logits = lmHead(last, logitsType);
+  if (!logits)
+    return failure();
+  b_.create<func::ReturnOp>(loc_, ValueRange{logits, normed});
+  return success();
+}
+
 Result<OwningOpRef<ModuleOp>> Importer::run() {
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc_);
   const spec::Sku &sku = spec_.sku;
@@ -537,9 +618,17 @@ Result<OwningOpRef<ModuleOp>> Importer::run() {
   b_.setInsertionPointToEnd(module->getBody());
   auto ids = RankedTensorType::get({ShapedType::kDynamic}, b_.getI32Type());
   auto logitsType = activation(c_.vocabSize, b_.getF32Type());
+  // With MTP drafting the target step also returns its hidden states.
+  const bool drafting = spec_.speculative.method == spec::SpeculativeMethod::Mtp && m_.mtp;
+  SmallVector<Type> results = {logitsType};
+  if (drafting)
+    results.push_back(activation(c_.hiddenSize));
   auto fnType =
-      b_.getFunctionType({ids, ids, ir::AttentionMetadataType::get(&ctx_), ids}, {logitsType});
+      b_.getFunctionType({ids, ids, ir::AttentionMetadataType::get(&ctx_), ids}, results);
   auto fn = b_.create<func::FuncOp>(loc_, "step", fnType);
+  fn.setResultAttr(0, "volt.output", b_.getStringAttr("logits"));
+  if (drafting)
+    fn.setResultAttr(1, "volt.output", b_.getStringAttr("hidden"));
   fn.setArgAttr(0, "volt.input", b_.getStringAttr("tokens"));
   fn.setArgAttr(1, "volt.input", b_.getStringAttr("positions"));
   fn.setArgAttr(2, "volt.input", b_.getStringAttr("attention"));
@@ -556,32 +645,34 @@ Result<OwningOpRef<ModuleOp>> Importer::run() {
     const Layer &l = m_.layers[i];
     if (i > 0)
       h = rmsNorm(residual, l.inputNorm);
-    Value mixed = mixer(h, l, positions, metadata);
-    if (!mixed)
+    residual = decoderLayer(residual, h, l, positions, metadata);
+    if (!residual)
       return Error(error_);
-    residual = add(residual, mixed);
-    h = rmsNorm(residual, l.postAttentionNorm);
-    Value ffn =
-        l.moe() ? moe(h, *l.moe()) : mlp(h, *l.mlp(), "model.layers." + std::to_string(i) + ".mlp");
-    if (!ffn)
-      return Error(error_);
-    residual = add(residual, ffn);
   }
   Value normed = rmsNorm(residual, m_.finalNorm);
   Value last = b_.create<ir::GatherRowsOp>(loc_, normed.getType(), normed, rows);
-  Value logits;
-  if (m_.lmHeadTied) {
-    Value table = param(m_.embedTokens);
-    logits = b_.create<ir::LinearOp>(at("lm_head"), logitsType, last, table, Value());
+  Value logits = lmHead(last, logitsType);
+  if (!logits)
+    return Error(error_);
+  if (!drafting) {
+    b_.create<func::ReturnOp>(loc_, logits);
   } else {
-    logits = linear(last, {&m_.lmHead}, b_.getF32Type());
-    if (!logits)
+    // The draft program starts from every token's normed hidden state.
+    b_.create<func::ReturnOp>(loc_, ValueRange{logits, normed});
+    if (failed(buildDraft(*module)))
       return Error(error_);
   }
-  b_.create<func::ReturnOp>(loc_, logits);
-  if (failed(mlir::verify(*module)))
-    return Error("internal error: the imported module does not verify");
-  return module;
+  std::string why;
+  {
+    ScopedDiagnosticHandler capture(&ctx_, [&](Diagnostic &d) {
+      if (why.empty())
+        why = d.str();
+      return success();
+    });
+    if (succeeded(mlir::verify(*module)))
+      return module;
+  }
+  return Error("internal error: the imported module does not verify: " + why);
 }
 
 } // namespace

@@ -53,8 +53,8 @@ DType dtypeOf(Type t) {
 
 /// The step program of the module, in the order the plan lists it, with
 /// every buffer placed.
-Result<vx::StepProgram> collect(func::FuncOp step) {
-  VOLT_ASSIGN_OR_RETURN(vx::StepProgram p, vx::collectStep(step));
+Result<vx::StepProgram> collect(func::FuncOp step, func::FuncOp draft) {
+  VOLT_ASSIGN_OR_RETURN(vx::StepProgram p, vx::collectStep(step, draft));
   for (vx::AllocOp a : p.allocs)
     if (!a.getOffset())
       return Error("internal error: buffer '" + a.getName().str() +
@@ -203,7 +203,8 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     gpu = std::move(*built);
   }
 
-  auto program = collect(step);
+  // The MTP head's draft program follows the target's ops (Rank.draft_ops_begin).
+  auto program = collect(step, module.lookupSymbol<func::FuncOp>("draft"));
   if (!program)
     return program.error();
   ModelFiles files;
@@ -310,7 +311,8 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                                static_cast<uint64_t>(intOf(memory, "arena_lower_bound")),
                                static_cast<uint64_t>(intOf(memory, "workspace_bytes")),
                                b.CreateVector(weights), packInfo, caches,
-                               static_cast<uint64_t>(intOf(memory, "cache_bytes")), deviceBytes));
+                               static_cast<uint64_t>(intOf(memory, "cache_bytes")), deviceBytes,
+                               static_cast<uint32_t>(program->draftLaunchesBegin)));
   }
 
   auto u32 = [&](StringRef name) { return static_cast<uint32_t>(intOf(modelAttr, name)); };
@@ -325,7 +327,11 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
                              static_cast<uint32_t>(intOf(memory, "max_blocks_per_seq")),
                              static_cast<uint32_t>(intOf(deployment, "max_logits_rows")));
   fb::Offset<Speculative> speculative = 0;
-  if (spec.speculative.method == spec::SpeculativeMethod::Ngram)
+  if (spec.speculative.method == spec::SpeculativeMethod::Mtp)
+    speculative = CreateSpeculative(
+        b, b.CreateString(std::string(spec::speculativeMethodName(spec.speculative.method))),
+        static_cast<uint32_t>(spec.speculative.numSpeculativeTokens), 0, 0);
+  else if (spec.speculative.method == spec::SpeculativeMethod::Ngram)
     speculative = CreateSpeculative(
         b, b.CreateString(std::string(spec::speculativeMethodName(spec.speculative.method))),
         static_cast<uint32_t>(spec.speculative.numSpeculativeTokens),

@@ -107,9 +107,9 @@ const std::vector<Field<DeploySpec>> &deploySpecFields() {
       choiceField<S>("speculative.method",
                      "speculative decoding's draft source: ngram proposes the tokens that "
                      "followed the latest earlier occurrence of the sequence's last tokens "
-                     "(prompt lookup); mtp drafts with the checkpoint's multi-token-prediction "
-                     "head (mtp.*), which voltc check validates; drafting with it is not built "
-                     "yet. Unset: no speculative decoding",
+                     "(prompt lookup); mtp drafts greedily with the checkpoint's "
+                     "multi-token-prediction head (mtp.*), compiled into a draft program "
+                     "(target cpu only so far). Unset: no speculative decoding",
                      {"ngram", "mtp"},
                      [](S &s, const std::string &v) {
                        s.speculative.method =

@@ -32,6 +32,9 @@ struct AddThenRmsNorm : OpRewritePattern<RmsNormOp> {
     // all-reduce that completes it.
     if (auto sum = dyn_cast<AllReduceOp>(def))
       return sum.getX().getDefiningOp<EmbeddingOp>() != nullptr;
+    // The MTP head's residual stream starts at mtp.fc, a GEMM of a concat.
+    if (isa<LinearOp, QLinearOp>(def) && def->getOperand(0).getDefiningOp<ConcatOp>())
+      return true;
     return isa<EmbeddingOp, AddOp>(def);
   }
 

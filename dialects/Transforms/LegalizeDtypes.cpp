@@ -77,7 +77,10 @@ struct LegalizeDtypesPass : volt::impl::LegalizeDtypesBase<LegalizeDtypesPass> {
         Value(w.getResult()).setType(withElement(w.getType(), to));
         return WalkResult::advance();
       }
-      bool residualStream = isa<volt::ir::EmbeddingOp, volt::ir::AddOp>(op);
+      // The MTP head's residual stream starts at mtp.fc, a GEMM of a concat.
+      bool residualStream = isa<volt::ir::EmbeddingOp, volt::ir::AddOp>(op) ||
+                            (isa<volt::ir::LinearOp>(op) &&
+                             op->getOperand(0).getDefiningOp<volt::ir::ConcatOp>());
       for (OpResult r : op->getResults()) {
         Type elem = elementOf(r.getType());
         if (!elem)

@@ -56,8 +56,12 @@ private:
   /// The buffer of an activation result: `[?, cols]` per token, or the step
   /// output when the function returns it.
   Value resultBuffer(Value v, StringRef name) {
-    if (v == returned_)
-      return b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()), b_.getStringAttr("logits"));
+    if (auto it = returned_.find(v); it != returned_.end()) {
+      Value out = b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()),
+                                          b_.getStringAttr(it->second));
+      buffers_[v] = out;
+      return out;
+    }
     auto t = ranked(v);
     int64_t perRow = elementBytes(t.getElementType());
     for (int64_t d : t.getShape().drop_front())
@@ -130,6 +134,19 @@ private:
                             b_.getArrayAttr(kernels), b_.getStringAttr(name));
   }
 
+  /// One variant of `kernel` on GPU targets, none on the cpu (a launch
+  /// with no volt op to take its variants from).
+  ArrayAttr targetKernels(StringRef kernel) {
+    auto target = module_->getAttrOfType<DictionaryAttr>("volt.target");
+    auto arch = target ? target.getAs<StringAttr>("arch") : StringAttr();
+    if (!arch || arch.getValue() == "cpu")
+      return b_.getArrayAttr({});
+    return b_.getArrayAttr({b_.getDictionaryAttr(
+        {b_.getNamedAttr("max_tokens", b_.getI64IntegerAttr(int64_t{1} << 30)),
+         b_.getNamedAttr("kernel", b_.getStringAttr(kernel)),
+         b_.getNamedAttr("threads", b_.getI64IntegerAttr(128))})});
+  }
+
   NamedAttribute i64(StringRef name, int64_t v) {
     return b_.getNamedAttr(name, b_.getI64IntegerAttr(v));
   }
@@ -159,7 +176,8 @@ private:
   /// The step's state slots, made at the first op with state.
   Value stateSlots_;
   Value stateSnapshots_;
-  Value returned_;
+  /// The returned values and the step outputs they are (logits, hidden).
+  llvm::DenseMap<Value, std::string> returned_;
   int counter_ = 0;
   /// max_logits_rows (or max_num_seqs) of the deployment (0: unknown, size
   /// everything per token).
@@ -408,6 +426,13 @@ LogicalResult Lowering::lowerOp(Operation *op) {
                {i64("dim", ranked(g.getX()).getShape().back()), i64("parts", g.getParts())});
         return success();
       })
+      .Case<vi::ConcatOp>([&](vi::ConcatOp c) {
+        Value out = resultBuffer(c.getResult(), name);
+        launch(op, "Concat", {buffer(c.getA()), buffer(c.getB()), out},
+               {i64("a_dim", ranked(c.getA()).getShape().back()),
+                i64("b_dim", ranked(c.getB()).getShape().back())});
+        return success();
+      })
       .Case<vi::GatherRowsOp>([&](vi::GatherRowsOp g) {
         Value out = resultBuffer(g.getResult(), name);
         launch(op, "GatherRows", {buffer(g.getX()), buffer(g.getRows()), out},
@@ -426,9 +451,21 @@ LogicalResult Lowering::lowerOp(Operation *op) {
 }
 
 LogicalResult Lowering::run() {
-  if (step_.getNumResults() != 1)
-    return step_.emitOpError() << "must return the logits";
-  returned_ = step_.getBody().back().getTerminator()->getOperand(0);
+  // Result 0 is the logits; a step with a draft program also returns its
+  // hidden states (volt.output "hidden").
+  if (step_.getNumResults() < 1 || step_.getNumResults() > 2)
+    return step_.emitOpError() << "must return the logits, and optionally the hidden states";
+  Operation *ret = step_.getBody().back().getTerminator();
+  for (unsigned i = 0; i < step_.getNumResults(); ++i) {
+    auto role = step_.getResultAttrOfType<StringAttr>(i, "volt.output");
+    std::string name = role ? role.getValue().str() : (i == 0 ? "logits" : "");
+    if (name != (i == 0 ? "logits" : "hidden"))
+      return step_.emitOpError() << "result " << i << " must be the "
+                                 << (i == 0 ? "logits" : "hidden states");
+    if (returned_.count(ret->getOperand(i)))
+      return step_.emitOpError() << "returns one value as two outputs";
+    returned_[ret->getOperand(i)] = name;
+  }
   if (auto deployment = module_->getAttrOfType<DictionaryAttr>("volt.deployment"))
     if (auto rows = deployment.getAs<IntegerAttr>("max_logits_rows"))
       maxNumSeqs_ = rows.getInt();
@@ -446,6 +483,21 @@ LogicalResult Lowering::run() {
     auto role = step_.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "volt.input");
     if (!role)
       return step_.emitOpError() << "argument " << arg.getArgNumber() << " has no volt.input role";
+    if (role.getValue() == "hidden") {
+      // A draft step starts from hidden rows the last step left: gathered
+      // by StepInput.HiddenRows from StepOutput.Hidden.
+      auto t = ranked(arg);
+      int64_t dim = t.getShape().back();
+      Value rows = input("hidden_rows");
+      Value store =
+          b_.create<vx::OutputOp>(loc(), vx::BufferType::get(ctx()), b_.getStringAttr("hidden"));
+      Value buf = alloc("hidden_in", t.getElementType(), elementBytes(t.getElementType()) * dim);
+      buffers_[arg] = buf;
+      b_.create<vx::LaunchOp>(loc(), b_.getStringAttr("GatherHidden"), ValueRange{store, rows, buf},
+                              b_.getDictionaryAttr({i64("dim", dim)}), targetKernels("gather_hidden"),
+                              b_.getStringAttr("hidden_rows"));
+      continue;
+    }
     if (role.getValue() == "attention") {
       slotMapping_ = input("slot_mapping");
       seqStarts_ = input("seq_starts");
@@ -473,9 +525,15 @@ struct LowerToVexecPass : volt::impl::LowerToVexecBase<LowerToVexecPass> {
       module.emitError() << "no @step function to lower";
       return signalPassFailure();
     }
-    Lowering lowering(module, step);
-    if (failed(lowering.run()))
-      return signalPassFailure();
+    // The target's step, then the MTP head's draft program if there is one.
+    auto draft = module.lookupSymbol<func::FuncOp>("draft");
+    for (func::FuncOp fn : {step, draft}) {
+      if (!fn)
+        continue;
+      Lowering lowering(module, fn);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+    }
   }
 };
 

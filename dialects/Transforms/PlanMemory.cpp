@@ -108,13 +108,20 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       return signalPassFailure();
     }
 
+    // The target's program, then the draft program's (MTP): one arena,
+    // where the draft's buffers may reuse the target's bytes, since the two
+    // never run at once.
+    auto draft = module.lookupSymbol<func::FuncOp>("draft");
+    auto program = vx::collectStep(step, draft);
+    if (!program) {
+      step.emitError() << program.message();
+      return signalPassFailure();
+    }
     // Liveness: the launches that use each arena buffer.
-    SmallVector<vx::AllocOp> allocs;
+    SmallVector<vx::AllocOp> allocs = program->allocs;
     llvm::DenseMap<Operation *, size_t> allocIndex;
-    step.walk([&](vx::AllocOp a) {
-      allocIndex[a] = allocs.size();
-      allocs.push_back(a);
-    });
+    for (size_t i = 0; i < allocs.size(); ++i)
+      allocIndex[allocs[i]] = i;
     std::vector<volt::memory::Interval> intervals(allocs.size());
     for (size_t i = 0; i < allocs.size(); ++i) {
       int64_t bytes = allocs[i].getPerTokenBytes() * maxTokens + allocs[i].getFixedBytes();
@@ -125,7 +132,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
     int64_t workspaceBytes = 0;
     int64_t launchIndex = 0;
     int64_t kvHeads = 0, headDim = 0;
-    step.walk([&](vx::LaunchOp launch) {
+    for (vx::LaunchOp launch : program->launches) {
       for (Value v : launch.getOperands_()) {
         auto a = v.getDefiningOp<vx::AllocOp>();
         if (!a)
@@ -140,11 +147,6 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
         headDim = launch.getParams().getAs<IntegerAttr>("head_dim").getInt();
       }
       ++launchIndex;
-    });
-    auto program = vx::collectStep(step);
-    if (!program) {
-      step.emitError() << program.message();
-      return signalPassFailure();
     }
     int64_t kvLayers = 0;
     for (const vx::CacheGroupInfo &g : program->caches)
@@ -162,7 +164,8 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       allocs[i].setOffsetAttr(b.getI64IntegerAttr(placement.offsets[i]));
 
     int64_t weightBytes = 0;
-    step.walk([&](vx::WeightOp w) { weightBytes += packedBytes(w); });
+    for (vx::WeightOp w : program->weights)
+      weightBytes += packedBytes(w);
     workspaceBytes = volt::memory::alignUp(workspaceBytes);
     int64_t budget = static_cast<int64_t>(std::floor(utilization * static_cast<double>(memory)));
     int64_t kvBlockBytes = kvLayers * 2 * blockSize * kvHeads * headDim * 2;

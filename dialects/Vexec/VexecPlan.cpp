@@ -101,13 +101,22 @@ template std::string irNames<plan::StepOutput>();
 template std::string irNames<plan::DType>();
 template std::string irNames<plan::Epilogue>();
 
-Result<StepProgram> collectStep(func::FuncOp step) {
+Result<StepProgram> collectStep(func::FuncOp step, func::FuncOp draft) {
   StepProgram p;
   using plan::OperandKind;
+  // The target's ops, then the draft program's.
+  SmallVector<Operation *> ops;
+  for (func::FuncOp fn : {step, draft}) {
+    if (!fn)
+      continue;
+    for (Operation &op : fn.getBody().front())
+      ops.push_back(&op);
+  }
   // The cache groups first: operands index their layers.
   std::set<int64_t> kvLayers;
   SmallVector<std::pair<std::string, std::set<int64_t>>> stateLayers;
-  for (Operation &op : step.getBody().front()) {
+  for (Operation *opp : ops) {
+    Operation &op = *opp;
     if (auto kv = dyn_cast<KvCacheOp>(op)) {
       kvLayers.insert(kv.getLayer());
     } else if (auto st = dyn_cast<StateOp>(op)) {
@@ -151,7 +160,13 @@ Result<StepProgram> collectStep(func::FuncOp step) {
     return first;
   };
 
-  for (Operation &op : step.getBody().front()) {
+  // A weight both programs use (the embedding, the LM head) is one entry:
+  // its ops carry the same (uniqued) attributes.
+  llvm::DenseMap<Attribute, uint32_t> weightIndex;
+  for (Operation *opp : ops) {
+    Operation &op = *opp;
+    if (draft && &op == &draft.getBody().front().front())
+      p.draftLaunchesBegin = p.launches.size();
     if (auto in = dyn_cast<InputOp>(op)) {
       auto input = irNamed<plan::StepInput>(in.getName());
       if (!input)
@@ -169,8 +184,11 @@ Result<StepProgram> collectStep(func::FuncOp step) {
       p.operands[st] = plan::Operand(OperandKind::Cache, cacheIndex(plan::CacheKind::StateSlots,
                                                                     st.getGroup(), st.getLayer()));
     } else if (auto w = dyn_cast<WeightOp>(op)) {
-      p.operands[w] = plan::Operand(OperandKind::Weight, static_cast<uint32_t>(p.weights.size()));
-      p.weights.push_back(w);
+      auto [it, added] = weightIndex.try_emplace(w->getAttrDictionary(),
+                                                 static_cast<uint32_t>(p.weights.size()));
+      p.operands[w] = plan::Operand(OperandKind::Weight, it->second);
+      if (added)
+        p.weights.push_back(w);
     } else if (auto a = dyn_cast<AllocOp>(op)) {
       p.operands[a] = plan::Operand(OperandKind::Arena, static_cast<uint32_t>(p.allocs.size()));
       p.allocs.push_back(a);

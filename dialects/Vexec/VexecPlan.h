@@ -50,9 +50,12 @@ struct CacheGroupInfo {
   int64_t slotBytes = 0;
 };
 
-/// A lowered `@step`, in program order.
+/// A lowered `@step` (and `@draft`), in program order.
 struct StepProgram {
+  /// The target's launches, then the draft program's from
+  /// draftLaunchesBegin (0: no draft program).
   llvm::SmallVector<LaunchOp> launches;
+  size_t draftLaunchesBegin = 0;
   /// Plan.ranks[r].buffers, in order.
   llvm::SmallVector<AllocOp> allocs;
   /// Plan.ranks[r].weights, in order.
@@ -66,8 +69,10 @@ struct StepProgram {
   llvm::DenseMap<mlir::Value, plan::Operand> operands;
 };
 
-/// Collects `step` (a function of vexec ops). The states of one group must
+/// Collects `step` (a function of vexec ops) and, when given, the MTP
+/// head's `draft` after it: one numbering of weights (a weight both use is
+/// one entry), buffers and cache layers. The states of one group must
 /// agree on dtype and slot size.
-Result<StepProgram> collectStep(mlir::func::FuncOp step);
+Result<StepProgram> collectStep(mlir::func::FuncOp step, mlir::func::FuncOp draft = {});
 
 } // namespace volt::vexec

@@ -398,6 +398,19 @@ LogicalResult SigmoidMulOp::verify() {
   return success();
 }
 
+LogicalResult ConcatOp::verify() {
+  auto a = ranked(getA()), b = ranked(getB()), r = ranked(getResult());
+  if (a.getRank() != 2 || b.getRank() != 2 || r.getRank() != 2)
+    return emitOpError() << "expects rank-2 operands and result";
+  if (a.getElementType() != b.getElementType() || a.getElementType() != r.getElementType())
+    return emitOpError() << "operands and result must have one element type";
+  int64_t ad = a.getShape()[1], bd = b.getShape()[1], rd = r.getShape()[1];
+  if (!ShapedType::isDynamic(ad) && !ShapedType::isDynamic(bd) && !ShapedType::isDynamic(rd) &&
+      ad + bd != rd)
+    return emitOpError() << "result width " << rd << " must be " << ad << " + " << bd;
+  return success();
+}
+
 LogicalResult MoeRouterOp::verify() {
   if (failed(expectRank(*this, getLogits(), 2, "logits")))
     return failure();

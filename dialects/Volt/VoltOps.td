@@ -425,6 +425,22 @@ def Volt_SigmoidMulOp : Volt_Op<"sigmoid_mul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Volt_ConcatOp : Volt_Op<"concat", [Pure]> {
+  let summary = "Rows of a and b side by side: [a | b] along the last dimension.";
+  let description = [{
+    The MTP head's input to `mtp.fc`: its normed embedding and normed
+    hidden state, concatenated per token.
+
+    ```mlir
+    %x = volt.concat %e, %h : (tensor<?x64xf16>, tensor<?x64xf16>) -> tensor<?x128xf16>
+    ```
+  }];
+  let arguments = (ins Volt_FloatTensor:$a, Volt_FloatTensor:$b);
+  let results = (outs Volt_FloatTensor:$result);
+  let assemblyFormat = "$a `,` $b attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Mixture of experts
 //===----------------------------------------------------------------------===//

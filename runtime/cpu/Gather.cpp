@@ -37,4 +37,20 @@ void gatherRows(const GatherRowsParams &params, const void *in, const int32_t *r
   });
 }
 
+void concatRows(const ConcatParams &params, const void *a, const void *b, void *out,
+                ThreadPool &pool) {
+  assert(params.aDim > 0 && params.bDim > 0 && params.rows >= 0);
+  const size_t elem = dtypeSize(params.dtype);
+  const size_t aBytes = static_cast<size_t>(params.aDim) * elem;
+  const size_t bBytes = static_cast<size_t>(params.bDim) * elem;
+  pool.parallelFor(params.rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      char *row = static_cast<char *>(out) + static_cast<size_t>(t) * (aBytes + bBytes);
+      std::memcpy(row, static_cast<const char *>(a) + static_cast<size_t>(t) * aBytes, aBytes);
+      std::memcpy(row + aBytes, static_cast<const char *>(b) + static_cast<size_t>(t) * bBytes,
+                  bBytes);
+    }
+  });
+}
+
 } // namespace volt::cpu

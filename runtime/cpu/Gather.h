@@ -1,6 +1,7 @@
 //===- Gather.h - Embedding and GatherRows -----------------------*- C++ -*-===//
 //
-// OpKind Embedding and GatherRows of runtime/schema/plan.fbs: row copies,
+// OpKind Embedding, GatherRows (and GatherHidden) and Concat of
+// runtime/schema/Ops.def: row copies,
 // exact.
 //
 //===----------------------------------------------------------------------===//
@@ -39,5 +40,17 @@ struct GatherRowsParams {
 /// out[r] = in[rowIndices[r]]; `in` [T, H], `out` [R, H].
 void gatherRows(const GatherRowsParams &params, const void *in, const int32_t *rowIndices,
                 void *out, ThreadPool &pool);
+
+struct ConcatParams {
+  int64_t rows = 0;
+  /// Elements per row of a and of b.
+  int64_t aDim = 0, bDim = 0;
+  DType dtype = DType::F16;
+};
+
+/// out[t] = a[t] | b[t] (OpKind Concat): `a` [rows, aDim], `b` [rows,
+/// bDim], `out` [rows, aDim + bDim], all of one dtype.
+void concatRows(const ConcatParams &params, const void *a, const void *b, void *out,
+                ThreadPool &pool);
 
 } // namespace volt::cpu

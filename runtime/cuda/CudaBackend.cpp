@@ -132,6 +132,9 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     return Error(where + ": the plan was compiled for " + (arch.empty() ? "?" : arch) +
                  ", not for a GPU; run it with --backend cpu, or compile the spec for a GPU "
                  "target");
+  if (plan::hasDraftProgram(p))
+    return Error(where + ": the plan has an MTP draft program, which only the cpu backend runs "
+                         "so far (docs/design/speculative.md)");
   std::unique_ptr<CudaBackend> backend(new CudaBackend(loaded));
   backend->shared_ = std::make_unique<Shared>();
   Shared &shared = *backend->shared_;

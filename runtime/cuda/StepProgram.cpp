@@ -36,6 +36,8 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
     case plan::Region::Workspace:
       // The workspace follows the arena in the same allocation.
       return rank.arena + pr->arena_bytes() + place.offset;
+    case plan::Region::Hidden:
+      break;
     }
     return Error("internal error: an operand of an unknown region");
   };

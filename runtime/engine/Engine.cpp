@@ -48,6 +48,10 @@ double RequestTimes::timeToFirstTokenSeconds() const { return secondsBetween(arr
 
 Result<std::unique_ptr<Engine>> Engine::create(EngineConfig config, StepBackend &backend) {
   VOLT_RETURN_IF_ERROR(validateConfig(config));
+  if (config.numSpeculativeTokens > 0 && config.draftSource == DraftSource::Mtp &&
+      !backend.hasDraftProgram())
+    return Error("speculative method mtp: the backend has no draft program (a plan compiled "
+                 "with speculative method mtp has one)");
   return std::unique_ptr<Engine>(new Engine(std::move(config), backend));
 }
 
@@ -169,6 +173,43 @@ std::span<const int32_t> maskedFor(const Sequence &seq) {
 /// The uniform draw of `seq`'s next token.
 double drawFor(const Sequence &seq) { return uniformDraw(seq.seed, uint64_t(seq.numOutput())); }
 
+/// A greedy draft: the row's largest logit, ties to the lower id (NaN
+/// never wins).
+int32_t argmaxOf(std::span<const float> row) {
+  int32_t best = 0;
+  for (size_t v = 1; v < row.size(); ++v)
+    if (row[v] > row[size_t(best)] || (row[size_t(best)] != row[size_t(best)] && row[v] == row[v]))
+      best = int32_t(v);
+  return best;
+}
+
+/// Empties `b` for a step of the plan's block-table width.
+void resetBuffers(StepBuffers &b, int32_t width) {
+  for (auto *v : {&b.tokens, &b.positions, &b.slotMapping, &b.seqStarts, &b.contextLens,
+                  &b.blockTables, &b.logitsRows, &b.stateSlots, &b.stateSnapshots, &b.hiddenRows})
+    v->clear();
+  b.maxBlocksPerSeq = width;
+}
+
+/// Appends one token of `seq` at `pos` to a draft step.
+void addDraftToken(StepBuffers &b, const Sequence &seq, int32_t token, int32_t pos,
+                   int32_t hiddenRow, int32_t blockSize) {
+  b.tokens.push_back(token);
+  b.positions.push_back(pos);
+  b.slotMapping.push_back(seq.blocks[size_t(pos / blockSize)] * blockSize + pos % blockSize);
+  b.hiddenRows.push_back(hiddenRow);
+}
+
+/// Closes the sequence just added to a draft step: its context, logits
+/// row (its last token) and block table.
+void endDraftSeq(StepBuffers &b, const Sequence &seq, int32_t contextLen) {
+  b.contextLens.push_back(contextLen);
+  b.logitsRows.push_back(int32_t(b.tokens.size()) - 1);
+  const size_t at = b.blockTables.size();
+  b.blockTables.resize(at + size_t(b.maxBlocksPerSeq), 0);
+  std::copy(seq.blocks.begin(), seq.blocks.end(), b.blockTables.begin() + std::ptrdiff_t(at));
+}
+
 } // namespace
 
 Engine::Outcome Engine::processSample(Sampler &sampler, const ScheduledSeq &s,
@@ -245,6 +286,7 @@ Engine::Outcome Engine::applySample(const ScheduledSeq &s, Result<SampledToken> 
 Result<StepStats> Engine::step() {
   std::vector<Delivery> deliveries;
   SchedulerOutput sched;
+  const bool mtp = config_.numSpeculativeTokens > 0 && config_.draftSource == DraftSource::Mtp;
   {
     std::lock_guard<std::mutex> lock(mu_);
     deliveries.swap(pending_);
@@ -257,7 +299,9 @@ Result<StepStats> Engine::step() {
         totals_.promptTokens += s.seq->promptLen;
       }
     }
-    if (!sched.seqs.empty())
+    // With MTP the drafts after the first are chained by the draft
+    // program first (below).
+    if (!sched.seqs.empty() && !mtp)
       scheduler_.buildBatch(sched, buffers_);
   }
   StepStats stats;
@@ -287,17 +331,32 @@ Result<StepStats> Engine::step() {
   for (size_t i = 0; i < numSeqs; ++i)
     if (sched.seqs[i].samples)
       sampling.push_back(i);
+  Status status = Status::success();
+  if (mtp) {
+    // The step's sequences are in flight: only this thread touches them.
+    if (sched.numDraftTokens > 0)
+      status = runDraftChain(sched);
+    scheduler_.buildBatch(sched, buffers_);
+  }
   // Verify steps need every draft row's logits: candidates cover one row
   // per sequence only.
-  Status status = backend_.candidatesPerSeq() > 0 && sched.numDraftTokens == 0
-                      ? runWithCandidates(sched, sampling, outcomes)
-                      : runWithRows(sched, sampling, outcomes);
+  if (status.ok())
+    status = backend_.candidatesPerSeq() > 0 && sched.numDraftTokens == 0
+                 ? runWithCandidates(sched, sampling, outcomes)
+                 : runWithRows(sched, sampling, outcomes);
+  if (mtp && status.ok()) {
+    ++hiddenEpoch_; // the target step wrote the hidden rows
+    status = runDraftCatchUp(sched);
+  }
 
   {
     std::lock_guard<std::mutex> lock(mu_);
     totals_.sampledFromCandidates += stepFromCandidates_;
     totals_.rowsFetched += stepRowsFetched_;
-    stepFromCandidates_ = stepRowsFetched_ = 0;
+    totals_.specDecode.numDraftSteps += stepDraftSteps_;
+    stepFromCandidates_ = stepRowsFetched_ = stepDraftSteps_ = 0;
+    if (mtp)
+      scheduler_.setHiddenEpoch(hiddenEpoch_);
     if (status.ok()) {
       if (sched.numDraftTokens > 0) {
         accepted_.assign(numSeqs, 0);
@@ -373,6 +432,90 @@ Result<StepStats> Engine::step() {
   if (!status.ok())
     return status.error();
   return stats;
+}
+
+Status Engine::runDraftChain(const SchedulerOutput &sched) {
+  int32_t longest = 0;
+  for (const ScheduledSeq &s : sched.seqs)
+    longest = std::max(longest, s.numDrafts);
+  const size_t vocab = size_t(config_.vocabSize);
+  // A draft step at position p pairs the hidden state there with the
+  // token after it. A sequence of N computed tokens verifies its last
+  // token x (at N) and drafts d1.. at N + 1..; step j (1-based) pairs the
+  // hidden row the previous draft step left for it (standing in for the
+  // target's, not computed yet) with d_j at position N + j - 1 and
+  // proposes d_(j+1). The scheduler allocated the KV slots of every
+  // position the verify step covers, these among them.
+  for (int32_t j = 1; j < longest; ++j) {
+    StepBuffers &b = draftBuffers_;
+    resetBuffers(b, config_.maxBlocksPerSeq);
+    std::vector<Sequence *> chain;
+    for (const ScheduledSeq &s : sched.seqs) {
+      if (s.numDrafts <= j)
+        continue;
+      Sequence &seq = *s.seq;
+      const int32_t pos = seq.numComputed + j - 1;
+      b.seqStarts.push_back(int32_t(b.tokens.size()));
+      addDraftToken(b, seq, seq.drafts[size_t(j - 1)], pos, seq.mtpHiddenRow, config_.blockSize);
+      endDraftSeq(b, seq, pos + 1);
+      chain.push_back(&seq);
+    }
+    b.seqStarts.push_back(int32_t(b.tokens.size()));
+    draftLogits_.resize(chain.size() * vocab);
+    VOLT_RETURN_IF_ERROR(backend_.runDraftStep(b.view(), draftLogits_));
+    ++stepDraftSteps_;
+    for (size_t r = 0; r < chain.size(); ++r) {
+      chain[r]->drafts[size_t(j)] = argmaxOf(std::span(draftLogits_).subspan(r * vocab, vocab));
+      chain[r]->mtpHiddenRow = int32_t(r);
+    }
+  }
+  return Status::success();
+}
+
+Status Engine::runDraftCatchUp(const SchedulerOutput &sched) {
+  // Every position the target step kept, as (its hidden state, the token
+  // after it): the draft layer's KV of those positions, and from each
+  // sequence's last one the first draft of its next step.
+  StepBuffers &b = draftBuffers_;
+  resetBuffers(b, config_.maxBlocksPerSeq);
+  std::vector<size_t> who;
+  for (size_t i = 0; i < sched.seqs.size(); ++i) {
+    const ScheduledSeq &s = sched.seqs[i];
+    Sequence &seq = *s.seq;
+    seq.mtpDraft = seq.mtpHiddenRow = -1;
+    const int32_t kept = s.numDrafts > 0 ? std::max(emitted_[i] - 1, 0) : 0;
+    const int32_t first = seq.numComputed;
+    // A position whose next token was not sampled (a failed sample) has
+    // nothing to pair with.
+    const int32_t count = std::min(s.numNewTokens - s.numDrafts + kept,
+                                   int32_t(seq.tokens.size()) - 1 - first);
+    if (count <= 0)
+      continue;
+    b.seqStarts.push_back(int32_t(b.tokens.size()));
+    for (int32_t k = 0; k < count; ++k)
+      addDraftToken(b, seq, seq.tokens[size_t(first + k + 1)], first + k,
+                    buffers_.seqStarts[i] + k, config_.blockSize);
+    endDraftSeq(b, seq, first + count);
+    who.push_back(i);
+  }
+  if (who.empty())
+    return Status::success();
+  b.seqStarts.push_back(int32_t(b.tokens.size()));
+  const size_t vocab = size_t(config_.vocabSize);
+  draftLogits_.resize(who.size() * vocab);
+  VOLT_RETURN_IF_ERROR(backend_.runDraftStep(b.view(), draftLogits_));
+  ++stepDraftSteps_;
+  ++hiddenEpoch_;
+  for (size_t r = 0; r < who.size(); ++r) {
+    const ScheduledSeq &s = sched.seqs[who[r]];
+    // Only a sequence that sampled its next token decodes next.
+    if (!s.samples)
+      continue;
+    s.seq->mtpDraft = argmaxOf(std::span(draftLogits_).subspan(r * vocab, vocab));
+    s.seq->mtpHiddenRow = b.logitsRows[r];
+    s.seq->mtpHiddenEpoch = hiddenEpoch_;
+  }
+  return Status::success();
 }
 
 Status Engine::runWithRows(const SchedulerOutput &sched, const std::vector<size_t> &sampling,

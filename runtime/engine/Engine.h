@@ -53,6 +53,8 @@ struct SpecDecodeStats {
   /// spec_decode_num_accepted_tokens_per_pos: acceptedPerPosition[j]
   /// counts the rounds whose draft j was kept.
   std::array<uint64_t, kMaxSpeculativeTokens> acceptedPerPosition{};
+  /// Steps of the MTP draft program (chained drafts and catch-ups).
+  uint64_t numDraftSteps = 0;
 
   /// Tokens emitted per verify round: 1 + accepted / rounds (vLLM's mean
   /// acceptance length); 0 before the first round.
@@ -165,6 +167,14 @@ private:
                      std::vector<Outcome> &outcomes);
   Status runWithCandidates(const SchedulerOutput &sched, const std::vector<size_t> &sampling,
                            std::vector<Outcome> &outcomes);
+  // MTP drafting (EngineConfig::DraftSource::Mtp; docs/design/
+  // speculative.md): the draft program's chained steps that give each
+  // scheduled sequence its drafts after the first, and the catch-up step
+  // after the target's, over every position the target step kept, which
+  // fills the draft layer's KV and proposes each sequence's next first
+  // draft.
+  Status runDraftChain(const SchedulerOutput &sched);
+  Status runDraftCatchUp(const SchedulerOutput &sched);
   RequestOutput makeOutput(const Sequence &seq) const;
   // Removes a sequence (blocks freed) and queues its final output.
   void finishLocked(Sequence *seq, RequestOutput output, std::vector<Delivery> &out);
@@ -193,6 +203,12 @@ private:
   // this step, and the drafts it kept.
   std::vector<size_t> rowStart_;
   std::vector<int32_t> emitted_, accepted_;
+  // Draft steps (MTP): their inputs and logits, and the epoch of the
+  // backend's hidden rows (one more with every step that writes them).
+  StepBuffers draftBuffers_;
+  std::vector<float> draftLogits_;
+  uint64_t hiddenEpoch_ = 0;
+  uint64_t stepDraftSteps_ = 0;
   // This step's candidate-path counts, added to totals_ under the lock.
   uint64_t stepFromCandidates_ = 0, stepRowsFetched_ = 0;
 };

@@ -19,6 +19,15 @@ namespace volt::engine {
 /// Most draft tokens a sequence proposes per step (vLLM's range for MTP).
 inline constexpr int32_t kMaxSpeculativeTokens = 7;
 
+/// Where draft tokens come from (EngineConfig::draftSource).
+enum class DraftSource : uint8_t {
+  /// N-gram prompt lookup over the sequence's own tokens.
+  Ngram,
+  /// The backend's draft program: the checkpoint's MTP head, run greedily
+  /// on the target's hidden states (StepBackend::runDraftStep).
+  Mtp,
+};
+
 /// The engine's limits and defaults. `validate` checks them together.
 struct EngineConfig {
   /// Rows of the logits the backend writes per sequence.
@@ -52,11 +61,12 @@ struct EngineConfig {
   /// verifies them with its last token, and the longest prefix the target's
   /// own sampling agrees with is kept, plus one more token (docs/design/
   /// speculative.md). 0: off. The draft source is n-gram prompt lookup
-  /// (`method: ngram`): the tokens that followed the most recent earlier
+  /// (`method: ngram`: the tokens that followed the most recent earlier
   /// occurrence of the sequence's longest suffix of promptLookupMin..
-  /// promptLookupMax tokens. Not for plans with recurrent state (a rejected
-  /// draft's update could not be undone).
+  /// promptLookupMax tokens) or the backend's MTP draft program (`method:
+  /// mtp`: the backend must have one).
   int32_t numSpeculativeTokens = 0;
+  DraftSource draftSource = DraftSource::Ngram;
   int32_t promptLookupMin = 5;
   int32_t promptLookupMax = 5;
   /// Most logits rows (StepBatch::numRows) the backend serves in one step;

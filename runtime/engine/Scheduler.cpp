@@ -22,6 +22,7 @@ StepBatch StepBuffers::view() const {
   b.logitsRows = logitsRows;
   b.stateSlots = stateSlots;
   b.stateSnapshots = stateSnapshots;
+  b.hiddenRows = hiddenRows;
   return b;
 }
 
@@ -86,6 +87,7 @@ void Scheduler::preempt(Sequence *seq) {
   seq->numCachedBlocks = 0;
   seq->numComputed = 0;
   seq->drafts.clear();
+  seq->mtpDraft = seq->mtpHiddenRow = -1;
   seq->running = false;
   // Its state is recomputed with its tokens.
   releaseStateSlot(seq);
@@ -102,6 +104,17 @@ int32_t Scheduler::proposeDrafts(Sequence *seq, int32_t limit) {
   seq->drafts.clear();
   if (limit <= 0)
     return 0;
+  if (config_.draftSource == DraftSource::Mtp) {
+    // The first draft is the draft program's proposal; the engine chains
+    // the draft program for the others once their KV slots are allocated
+    // (only from a hidden row still held).
+    if (seq->mtpDraft < 0)
+      return 0;
+    const bool chains = seq->mtpHiddenRow >= 0 && seq->mtpHiddenEpoch == hiddenEpoch_;
+    const int32_t n = chains ? limit : 1;
+    seq->drafts.assign(size_t(n), seq->mtpDraft);
+    return n;
+  }
   seq->drafts.resize(size_t(limit));
   int32_t n = proposeNgram(seq->tokens, config_.promptLookupMin, config_.promptLookupMax,
                            seq->drafts);
@@ -174,6 +187,15 @@ SchedulerOutput Scheduler::schedule() {
       int32_t full = (int32_t(seq->tokens.size()) - 1) / config_.blockSize;
       computeHashes(seq, full);
       hits = blocks_.findCachedPrefix(std::span(seq->blockHashes).first(full), seq->tokens);
+      // An MTP draft layer's KV at position p pairs the target's state
+      // there with token p + 1, which the block's hash does not cover: at
+      // the end of the last hit block it may be another sequence's token.
+      // Its KV is recomputed with the block (every earlier block's last
+      // pair is right: the next block matched too), as vLLM does for its
+      // EAGLE and MTP drafters.
+      if (config_.draftSource == DraftSource::Mtp && config_.numSpeculativeTokens > 0 &&
+          !hits.empty())
+        hits.pop_back();
     }
     int32_t cached = int32_t(hits.size()) * config_.blockSize;
     int32_t n = std::min<int32_t>(int32_t(seq->tokens.size()) - cached, budget);

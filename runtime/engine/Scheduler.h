@@ -58,7 +58,7 @@ struct SchedulerOutput {
 /// The step input arrays, owned so they are reused across steps.
 struct StepBuffers {
   std::vector<int32_t> tokens, positions, slotMapping, seqStarts, contextLens, blockTables,
-      logitsRows, stateSlots, stateSnapshots;
+      logitsRows, stateSlots, stateSnapshots, hiddenRows;
   int32_t maxBlocksPerSeq = 0;
   StepBatch view() const;
 };
@@ -98,6 +98,10 @@ public:
   const BlockManager &blockManager() const { return blocks_; }
   BlockManager &blockManager() { return blocks_; }
   const SchedulerCounters &counters() const { return counters_; }
+  /// MTP drafting: the backend's hidden rows are those of epoch `epoch`
+  /// (Sequence::mtpHiddenEpoch); a sequence chains drafts only from a row
+  /// of the current epoch.
+  void setHiddenEpoch(uint64_t epoch) { hiddenEpoch_ = epoch; }
 
 private:
   bool allocateSlots(Sequence *seq, int32_t numNewTokens, const std::vector<BlockId> &hits);
@@ -107,6 +111,7 @@ private:
   void computeHashes(Sequence *seq, int32_t numFullBlocks);
   /// Drafts `seq` (decoding) may propose this step, at most `limit`.
   int32_t proposeDrafts(Sequence *seq, int32_t limit);
+  uint64_t hiddenEpoch_ = 0;
 
   EngineConfig config_;
   BlockManager blocks_;

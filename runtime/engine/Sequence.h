@@ -55,6 +55,14 @@ struct Sequence {
   /// decoding): they follow `tokens` at the next positions and are not
   /// part of the sequence until the target's sampling accepts them.
   std::vector<int32_t> drafts;
+  /// MTP drafting: the draft program's greedy proposal for the token after
+  /// `tokens` (-1: none yet, or dropped with a preemption), and the row of
+  /// the backend's hidden rows its chain continues from, valid while the
+  /// engine's hidden epoch is still mtpHiddenEpoch (no backend step has
+  /// run since; otherwise the sequence proposes this one draft only).
+  int32_t mtpDraft = -1;
+  int32_t mtpHiddenRow = -1;
+  uint64_t mtpHiddenEpoch = 0;
 
   bool running = false;
   /// In the step being executed: only the engine thread touches it.

@@ -59,6 +59,11 @@ struct StepBatch {
   /// back by taking the kept copy's slot as the sequence's own. Slots here
   /// are no sequence's own slot and distinct.
   std::span<const int32_t> stateSnapshots;
+  /// i32[T], draft steps only (runDraftStep): for each token, the row of
+  /// the hidden rows the backend's last step left (the target's: one per
+  /// token of that step; a draft step's likewise) that it starts from
+  /// (StepInput.HiddenRows). Empty in target steps.
+  std::span<const int32_t> hiddenRows;
 
   int32_t numRows() const { return int32_t(logitsRows.size()); }
 };
@@ -121,6 +126,21 @@ public:
   /// rely on any other state kept between steps. Called from one thread at
   /// a time.
   virtual Status runStep(const StepBatch &batch, std::span<float> logits) = 0;
+
+  /// Whether the backend runs a draft program (speculative method mtp).
+  virtual bool hasDraftProgram() const { return false; }
+
+  /// Runs one step of the draft program (docs/design/speculative.md,
+  /// "MTP"): token t of `batch` is the token after position
+  /// positions[t], paired with the hidden row batch.hiddenRows[t] of those
+  /// the last step (runStep or runDraftStep) left; writes the draft
+  /// layer's key and value of each token to its slot, the logits of each
+  /// logits row into `logits` as runStep does, and its own hidden rows in
+  /// place of the ones it read (one per token). stateSlots may be empty;
+  /// stateSnapshots must be.
+  virtual Status runDraftStep(const StepBatch &batch, std::span<float> logits) {
+    return Error("this backend has no draft program");
+  }
 };
 
 } // namespace volt::engine

@@ -68,6 +68,11 @@ struct CpuBackend::RankState {
   std::unique_ptr<cpu::ThreadPool> pool;
   /// Where ranks other than 0 write step outputs (only rank 0's are read).
   std::vector<float> outputScratch;
+  /// The hidden rows (StepOutput.Hidden) of a plan with a draft program:
+  /// max_num_batched_tokens x hidden_size FP16, and how many rows the
+  /// last step left.
+  AlignedBytes hidden;
+  uint64_t hiddenBytes = 0;
   /// FP16 rows on their way to an FP32 buffer.
   std::vector<uint16_t> scratch;
   /// The operand spans handed to the op observer.
@@ -122,6 +127,14 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
       return Error("cannot allocate the host memory of rank " + std::to_string(r->rank()) +
                    " (arena " + std::to_string(r->arena_bytes()) + " bytes, caches " +
                    std::to_string(state->cacheBytes) + " bytes)");
+    if (plan::hasDraftProgram(p)) {
+      state->hiddenBytes = uint64_t{p.limits()->max_num_batched_tokens()} *
+                           p.model()->hidden_size() * sizeof(uint16_t);
+      state->hidden = alignedZeros(state->hiddenBytes);
+      if (!state->hidden)
+        return Error("cannot allocate the hidden rows of rank " + std::to_string(r->rank()) +
+                     " (" + std::to_string(state->hiddenBytes) + " bytes)");
+    }
     state->pool = std::make_unique<cpu::ThreadPool>(backend->shared_->threadsPerRank);
     if (r->rank() != 0)
       state->outputScratch.assign(outputFloats, 0.0f);
@@ -137,7 +150,7 @@ CpuBackend::~CpuBackend() = default;
 uint64_t CpuBackend::hostBytes() const {
   uint64_t total = 0;
   for (const auto &r : ranks_)
-    total += r->arenaBytes + r->cacheBytes;
+    total += r->arenaBytes + r->cacheBytes + r->hiddenBytes;
   return total + shared_->rows.capacity() * sizeof(float); // the candidate steps' rows
 }
 
@@ -172,6 +185,10 @@ void CpuBackend::observe(RankState &rs, uint32_t opIndex, const plan::Op &op,
       break;
     }
     case OperandKind::Output: {
+      if (o->index() == static_cast<uint32_t>(plan::StepOutput::Hidden)) {
+        bytes = {rs.hidden.get(), T * plan_.plan().model()->hidden_size() * sizeof(uint16_t)};
+        break;
+      }
       const float *out = rs.index == 0 ? logits.data() : rs.outputScratch.data();
       bytes = {reinterpret_cast<const uint8_t *>(out),
                R * plan_.plan().model()->vocab_size() * sizeof(float)};
@@ -241,41 +258,60 @@ Status CpuBackend::fetchRows(std::span<const int32_t> seqs, std::span<float> row
 }
 
 Status CpuBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
+  return run(batch, logits, plan::Program::Target);
+}
+
+bool CpuBackend::hasDraftProgram() const { return plan::hasDraftProgram(plan_.plan()); }
+
+Status CpuBackend::runDraftStep(const engine::StepBatch &batch, std::span<float> logits) {
+  return run(batch, logits, plan::Program::Draft);
+}
+
+Status CpuBackend::run(const engine::StepBatch &batch, std::span<float> logits,
+                       plan::Program program) {
   shared_->rowSeqs = 0; // a candidate step's rows are gone
   const plan::Plan &p = plan_.plan();
   const uint32_t vocab = p.model()->vocab_size();
-  VOLT_RETURN_IF_ERROR(plan::checkStep(p, batch));
+  VOLT_RETURN_IF_ERROR(plan::checkStep(p, batch, program));
   if (logits.size() != static_cast<size_t>(batch.numRows()) * vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
                  std::to_string(batch.numRows()) + " rows x " + std::to_string(vocab));
+  // A draft step starts from rows the last step wrote.
+  for (int32_t row : batch.hiddenRows)
+    if (row >= hiddenRowsLeft_)
+      return Error("hidden row " + std::to_string(row) + ": the last step left " +
+                   std::to_string(hiddenRowsLeft_) + " rows");
 
   // Ranks 1.. run on their own threads; rank 0 on the caller's.
   std::vector<std::thread> others;
   for (size_t r = 1; r < ranks_.size(); ++r)
-    others.emplace_back([&, r] { runRank(*ranks_[r], batch, logits); });
-  runRank(*ranks_[0], batch, logits);
+    others.emplace_back([&, r] { runRank(*ranks_[r], batch, logits, program); });
+  runRank(*ranks_[0], batch, logits, program);
   for (std::thread &t : others)
     t.join();
+  hiddenRowsLeft_ = hasDraftProgram() ? batch.numTokens : 0;
   return Status::success();
 }
 
-void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::span<float> logits) {
+void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::span<float> logits,
+                         plan::Program program) {
   RankMemory memory;
   memory.arena = rs.arena.get();
   memory.weights = rs.pack.data();
   memory.caches = rs.caches.get();
   memory.workspace = rs.workspace.get();
   memory.output = rs.index == 0 ? logits.data() : rs.outputScratch.data();
+  memory.hidden = rs.hidden.get();
   const bool observed = static_cast<bool>(shared_->observer);
-  uint32_t opIndex = 0;
-  for (const plan::Op *op : *rs.rank->ops()) {
+  const auto [first, last] = plan::programOps(*rs.rank, program);
+  for (uint32_t opIndex = first; opIndex < last; ++opIndex) {
+    const plan::Op *op = rs.rank->ops()->Get(opIndex);
     // The loader checked the kind: every kind has a runner.
     OpContext context(*rs.rank, rs.index, *op, batch, memory, *rs.pool, *shared_->communicator,
                       rs.scratch);
     runnerOf(op->kind())(context);
     if (observed)
       observe(rs, opIndex, *op, batch, logits);
-    ++opIndex;
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "runtime/engine/StepBackend.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/support/Status.h"
 
 #include <functional>
@@ -68,6 +69,8 @@ public:
   ~CpuBackend() override;
 
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
+  bool hasDraftProgram() const override;
+  Status runDraftStep(const engine::StepBatch &batch, std::span<float> logits) override;
   int32_t candidatesPerSeq() const override;
   Status runStepCandidates(const engine::StepBatch &batch, std::span<const float> temperatures,
                            engine::StepCandidates &out) override;
@@ -92,11 +95,16 @@ public:
 private:
   struct RankState;
   explicit CpuBackend(const plan::LoadedPlan &plan);
-  void runRank(RankState &rank, const engine::StepBatch &batch, std::span<float> logits);
+  Status run(const engine::StepBatch &batch, std::span<float> logits, plan::Program program);
+  void runRank(RankState &rank, const engine::StepBatch &batch, std::span<float> logits,
+               plan::Program program);
   void observe(RankState &rank, uint32_t opIndex, const plan::Op &op,
                const engine::StepBatch &batch, std::span<float> logits);
 
   const plan::LoadedPlan &plan_;
+  /// Hidden rows the last step left (0 before the first, or without a
+  /// draft program): a draft step reads only these.
+  int32_t hiddenRowsLeft_ = 0;
   std::vector<std::unique_ptr<RankState>> ranks_;
   struct Shared;
   std::unique_ptr<Shared> shared_;

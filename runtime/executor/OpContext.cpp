@@ -25,6 +25,8 @@ uint8_t *OpContext::pointer(unsigned i) const {
     return memory_.caches + place->offset;
   case plan::Region::Workspace:
     return memory_.workspace + place->offset;
+  case plan::Region::Hidden:
+    return memory_.hidden;
   }
   return nullptr;
 }

@@ -33,6 +33,9 @@ struct RankMemory {
   uint8_t *workspace = nullptr;
   /// Where this rank writes the step output (rank 0: the caller's logits).
   float *output = nullptr;
+  /// The rank's hidden rows (StepOutput.Hidden; null without a draft
+  /// program).
+  uint8_t *hidden = nullptr;
 };
 
 class OpContext {

@@ -3,6 +3,7 @@
 
 #include "runtime/engine/EngineConfig.h"
 #include "runtime/plan/Caches.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/schema/Ops.h"
 
 #include <xxhash.h>
@@ -61,18 +62,36 @@ Status checkSpeculative(const Plan &p, const std::string &name) {
   const Limits &limits = *p.limits();
   const uint64_t seqs = limits.max_num_seqs();
   uint64_t tokens = 0;
+  const bool draftProgram = hasDraftProgram(p);
   if (const Speculative *sp = p.speculative()) {
     const std::string method = sp->method() ? sp->method()->str() : "";
-    if (method != "ngram")
-      return Error(name + ": speculative method '" + method + "'; this runtime knows ngram");
+    if (method != "ngram" && method != "mtp")
+      return Error(name + ": speculative method '" + method + "'; this runtime knows ngram and mtp");
     tokens = sp->num_speculative_tokens();
-    if (tokens < 1 || tokens > uint64_t(engine::kMaxSpeculativeTokens) ||
-        sp->prompt_lookup_min() < 1 ||
-        sp->prompt_lookup_max() < sp->prompt_lookup_min() || sp->prompt_lookup_max() > 64)
+    if (tokens < 1 || tokens > uint64_t(engine::kMaxSpeculativeTokens))
       return Error(name + ": speculative settings out of range (num_speculative_tokens " +
-                   std::to_string(tokens) + ", prompt_lookup " +
+                   std::to_string(tokens) + ")");
+    if (method == "ngram" &&
+        (sp->prompt_lookup_min() < 1 || sp->prompt_lookup_max() < sp->prompt_lookup_min() ||
+         sp->prompt_lookup_max() > 64))
+      return Error(name + ": speculative settings out of range (prompt_lookup " +
                    std::to_string(sp->prompt_lookup_min()) + ".." +
                    std::to_string(sp->prompt_lookup_max()) + ")");
+    if ((method == "mtp") != draftProgram)
+      return Error(name + ": speculative method " + method +
+                   (draftProgram ? " with a draft program (only method mtp has one)"
+                                 : " without the draft program it runs"));
+  } else if (draftProgram) {
+    return Error(name + ": a draft program without speculative decoding");
+  }
+  // Every rank runs both programs, or neither.
+  for (const Rank *r : *p.ranks()) {
+    const uint32_t ops = r->ops() ? r->ops()->size() : 0;
+    const bool has = r->draft_ops_begin() > 0;
+    if (has != draftProgram || (has && r->draft_ops_begin() >= ops))
+      return Error(name + ": rank " + std::to_string(r->rank()) + "'s draft program (ops " +
+                     std::to_string(r->draft_ops_begin()) + ".. of " + std::to_string(ops) +
+                     ") is missing, empty or unlike rank 0's");
   }
   const uint64_t rows = limits.max_logits_rows();
   if (rows != 0 && rows != seqs * (1 + tokens))
@@ -161,7 +180,10 @@ Status checkConsistency(const Plan &p, const std::string &name) {
           ok = o->index() <= static_cast<uint32_t>(StepInput::MAX);
           break;
         case OperandKind::Output:
-          ok = o->index() <= static_cast<uint32_t>(StepOutput::MAX);
+          // The hidden rows are kept only for a draft program to read.
+          ok = o->index() <= static_cast<uint32_t>(StepOutput::MAX) &&
+               (o->index() != static_cast<uint32_t>(StepOutput::Hidden) ||
+                r->draft_ops_begin() > 0);
           break;
         case OperandKind::Cache:
           ok = o->index() < cacheLayerCount(*r);

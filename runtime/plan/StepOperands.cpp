@@ -32,7 +32,8 @@ Result<OperandPlace> operandPlace(const Rank &rank, const Operand &o) {
   case OperandKind::Output:
     if (o.index() > static_cast<uint32_t>(StepOutput::MAX))
       break;
-    p.region = Region::Output;
+    p.region = static_cast<StepOutput>(o.index()) == StepOutput::Hidden ? Region::Hidden
+                                                                        : Region::Output;
     return p;
   case OperandKind::Cache: {
     auto layer = cacheLayer(rank, o.index());
@@ -55,7 +56,7 @@ Result<OperandPlace> operandPlace(const Rank &rank, const Operand &o) {
 
 uint64_t operandRows(const Rank &rank, const Operand &o, uint64_t tokens, uint64_t logitsRows) {
   if (o.kind() == OperandKind::Output)
-    return logitsRows;
+    return o.index() == static_cast<uint32_t>(StepOutput::Hidden) ? tokens : logitsRows;
   if (o.kind() == OperandKind::Arena && o.index() < rank.buffers()->size() &&
       rank.buffers()->Get(o.index())->per_token_bytes() == 0)
     return logitsRows;
@@ -86,6 +87,10 @@ engine::EngineConfig engineConfigOf(const Plan &p) {
     config.numSpeculativeTokens = static_cast<int32_t>(sp->num_speculative_tokens());
     config.promptLookupMin = static_cast<int32_t>(sp->prompt_lookup_min());
     config.promptLookupMax = static_cast<int32_t>(sp->prompt_lookup_max());
+    if (sp->method() && sp->method()->str() == "mtp") {
+      config.draftSource = engine::DraftSource::Mtp;
+      config.promptLookupMin = config.promptLookupMax = 1; // unused
+    }
   }
   if (p.model()->eos_token_ids())
     config.eosTokenIds.assign(p.model()->eos_token_ids()->begin(),
@@ -96,7 +101,7 @@ engine::EngineConfig engineConfigOf(const Plan &p) {
 
 DType operandDtype(const Rank &rank, const Operand &o) {
   if (o.kind() == OperandKind::Output)
-    return DType::F32;
+    return o.index() == static_cast<uint32_t>(StepOutput::Hidden) ? DType::F16 : DType::F32;
   if (o.kind() == OperandKind::Arena && o.index() < rank.buffers()->size())
     return rank.buffers()->Get(o.index())->dtype();
   return DType::F16;
@@ -122,11 +127,24 @@ std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput inp
     return batch.stateSlots;
   case StepInput::StateSnapshots:
     return batch.stateSnapshots;
+  case StepInput::HiddenRows:
+    return batch.hiddenRows;
   }
   return {};
 }
 
-Status checkStep(const Plan &p, const engine::StepBatch &batch) {
+std::pair<uint32_t, uint32_t> programOps(const Rank &rank, Program program) {
+  const uint32_t n = rank.ops() ? rank.ops()->size() : 0;
+  const uint32_t begin = rank.draft_ops_begin();
+  if (begin == 0 || begin > n)
+    return program == Program::Target ? std::pair{0u, n} : std::pair{n, n};
+  return program == Program::Target ? std::pair{0u, begin} : std::pair{begin, n};
+}
+
+Status checkStep(const Plan &p, const engine::StepBatch &batch, Program program) {
+  const bool draft = program == Program::Draft;
+  if (draft && !hasDraftProgram(p))
+    return Error("a draft step for a plan without a draft program");
   const Limits *limits = p.limits();
   const uint32_t vocab = p.model()->vocab_size();
   if (batch.numTokens < 1 ||
@@ -169,12 +187,16 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
       expected = S * static_cast<size_t>(batch.maxBlocksPerSeq);
       break;
     case StepInput::StateSlots:
-      // A plan without recurrent state never reads it: empty is allowed.
-      expected = stateSlots == 0 && stepInput(batch, input).empty() ? 0 : S;
+      // A plan without recurrent state never reads it, nor a draft
+      // program: empty is allowed.
+      expected = (stateSlots == 0 || draft) && stepInput(batch, input).empty() ? 0 : S;
       break;
     case StepInput::StateSnapshots:
-      // Empty: no copies.
-      expected = stepInput(batch, input).empty() ? 0 : T;
+      // Empty: no copies (a draft step has no recurrent state to copy).
+      expected = stepInput(batch, input).empty() || draft ? 0 : T;
+      break;
+    case StepInput::HiddenRows:
+      expected = draft ? T : 0;
       break;
     }
     const size_t found = stepInput(batch, input).size();
@@ -194,6 +216,10 @@ Status checkStep(const Plan &p, const engine::StepBatch &batch) {
       return Error("logits row " + std::to_string(row) + " (entry " + std::to_string(r) +
                    "): expected ascending token rows of the step's " + std::to_string(T));
   }
+  for (int32_t row : batch.hiddenRows)
+    if (row < 0 || static_cast<uint32_t>(row) >= limits->max_num_batched_tokens())
+      return Error("hidden row " + std::to_string(row) + " is outside the hidden rows (0.." +
+                   std::to_string(limits->max_num_batched_tokens() - 1) + ")");
   const CacheGroup *kv = pagedKvGroup(rank);
   const uint32_t blocks = kv ? kv->num_blocks() : 0, blockSize = kv ? kv->block_size() : 0;
   for (int32_t slot : batch.slotMapping)

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 
 namespace volt::plan {
 
@@ -28,13 +29,28 @@ enum class Region : uint8_t {
   Weights,
   /// A step input array (OperandPlace.input).
   Input,
-  /// The step output (f32 [S, vocab_size] logits).
+  /// The step output (f32 [R, vocab_size] logits).
   Output,
   /// The rank's cache region (Rank.cache_bytes; runtime/plan/Caches.h).
   Cache,
   /// The kernel workspace (Rank.workspace_bytes).
   Workspace,
+  /// The backend-held hidden rows (StepOutput.Hidden): [max_num_batched_tokens,
+  /// hidden_size] FP16, kept between steps.
+  Hidden,
 };
+
+/// Which of a rank's programs a step runs.
+enum class Program : uint8_t {
+  /// ops[0, draft_ops_begin) (all ops when the rank has no draft program).
+  Target,
+  /// ops[draft_ops_begin, end).
+  Draft,
+};
+
+/// The ops of `program` on `rank`: [first, last).
+std::pair<uint32_t, uint32_t> programOps(const Rank &rank, Program program);
+
 
 struct OperandPlace {
   Region region = Region::Arena;
@@ -49,9 +65,9 @@ struct OperandPlace {
 Result<OperandPlace> operandPlace(const Rank &rank, const Operand &operand);
 
 /// Rows of an activation operand in a step of `tokens` tokens and
-/// `logitsRows` logits rows: the step output and per-row buffers (no
-/// per-token bytes: what follows the gather of the logits rows) hold R
-/// rows, the others T.
+/// `logitsRows` logits rows: the logits and per-row buffers (no per-token
+/// bytes: what follows the gather of the logits rows) hold R rows, the
+/// others (the hidden rows too) T.
 uint64_t operandRows(const Rank &rank, const Operand &operand, uint64_t tokens,
                      uint64_t logitsRows);
 
@@ -66,7 +82,7 @@ uint32_t maxLogitsRows(const Limits &limits);
 engine::EngineConfig engineConfigOf(const Plan &plan);
 
 /// The element type of an activation operand: its buffer's, F32 for the
-/// step output, F16 otherwise.
+/// logits, F16 otherwise (the hidden rows too).
 DType operandDtype(const Rank &rank, const Operand &operand);
 
 /// The array of `input` in `batch`.
@@ -78,6 +94,11 @@ std::span<const int32_t> stepInput(const engine::StepBatch &batch, StepInput inp
 /// vocabulary, KV slots and block table entries inside the KV cache, state
 /// slots inside the state groups (or -1) and no slot used twice. A plan
 /// without state groups accepts an empty state_slots array.
-Status checkStep(const Plan &plan, const engine::StepBatch &batch);
+///
+/// A draft step (`program` Draft) needs hidden_rows of T entries inside
+/// [0, max_num_batched_tokens) and no state snapshots, and may leave
+/// state_slots empty; a target step needs hidden_rows empty.
+Status checkStep(const Plan &plan, const engine::StepBatch &batch,
+                 Program program = Program::Target);
 
 } // namespace volt::plan

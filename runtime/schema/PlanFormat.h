@@ -13,8 +13,16 @@ namespace volt::plan {
 /// with state slots in place of one KV cache indexed by layer. 3: the
 /// recurrent ops' snapshot_slots operand (StepInput.StateSnapshots) before
 /// their output; GridDim.per_row and ArgKind.RowCount (launches over the
-/// logits rows of a speculative verify step).
-inline constexpr uint32_t kFormatVersion = 3;
+/// logits rows of a speculative verify step). 4: the draft program
+/// (Rank.draft_ops_begin, StepInput.HiddenRows, StepOutput.Hidden; op
+/// kinds GatherHidden and Concat), which an older runtime would run as
+/// part of the target step.
+inline constexpr uint32_t kFormatVersion = 4;
+
+/// Whether the plan's ranks carry a draft program (Rank.draft_ops_begin).
+inline bool hasDraftProgram(const Plan &plan) {
+  return plan.ranks() && plan.ranks()->size() > 0 && plan.ranks()->Get(0)->draft_ops_begin() > 0;
+}
 
 /// Weight-pack entries start on this boundary.
 inline constexpr uint64_t kPackAlignment = 256;

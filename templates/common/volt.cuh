@@ -225,6 +225,20 @@ VOLT_DEVICE int mmaRow(int lane, int i) { return (lane & 1) + ((lane >> 4) << 2)
 /// Column of the accumulator element c[i] held by `lane`.
 VOLT_DEVICE int mmaCol(int lane, int i) { return (lane & 2) + (i & 1) + (i & 4); }
 
+/// The block's threads copy kBytes from src to dst: 16 bytes at a time when
+/// kBytes allows and the caller says both start 16-byte aligned (kAligned),
+/// else byte by byte.
+template <int kBytes, int kThreads, bool kAligned = true>
+VOLT_DEVICE void copyRow(const u8 *src, u8 *dst) {
+  if (kAligned && kBytes % 16 == 0) {
+    for (int i = threadIdx.x; i < kBytes / 16; i += kThreads)
+      store16(dst + 16 * i, loadReadOnly16(src + 16 * i));
+  } else {
+    for (int i = threadIdx.x; i < kBytes; i += kThreads)
+      dst[i] = src[i];
+  }
+}
+
 // ---- Math ----------------------------------------------------------------
 
 /// silu(g) * u as the cpu backend computes it: g / (1 + exp(-g)) * u.

@@ -146,6 +146,33 @@ inline std::vector<GpuCase> gpuCases() {
   gate.op.params.Set(gateParams);
   gate.variants = single("sigmoid_mul");
   cases.push_back({std::move(gate), codegen::ProgramInfo{}, {1, 8, 512}});
+
+  // The MTP draft program's row copies at Qwen3.6-35B-A3B's hidden size:
+  // the hidden rows a draft step starts from (StepOutput.Hidden through
+  // StepInput.HiddenRows), and mtp.fc's [embedding | hidden] input.
+  ModelOp hidden;
+  hidden.op.kind = plan::OpKind::GatherHidden;
+  hidden.op.name = "mtp_hidden_rows";
+  codegen::OperandInfo store;
+  store.kind = codegen::OperandKind::Output;
+  store.index = 1;
+  hidden.op.operands = {store, input(9), arena(0)};
+  plan::GatherHiddenParamsT hiddenParams;
+  hiddenParams.dim = 2048;
+  hidden.op.params.Set(hiddenParams);
+  hidden.variants = single("gather_hidden");
+  cases.push_back({std::move(hidden), codegen::ProgramInfo{}, {1, 8, 300}});
+
+  ModelOp concat;
+  concat.op.kind = plan::OpKind::Concat;
+  concat.op.name = "mtp_fc_input";
+  concat.op.operands = {arena(0), arena(1), arena(2)};
+  plan::ConcatParamsT concatParams;
+  concatParams.a_dim = 2048;
+  concatParams.b_dim = 2048;
+  concat.op.params.Set(concatParams);
+  concat.variants = single("concat");
+  cases.push_back({std::move(concat), codegen::ProgramInfo{}, {1, 8, 300}});
   return cases;
 }
 

@@ -531,6 +531,7 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
                       : op.kind == OpKind::GatherRows     ? u.AsGatherRowsParams()->dim
                       : op.kind == OpKind::MoeCombine     ? u.AsMoeCombineParams()->dim
                       : op.kind == OpKind::SigmoidMul     ? u.AsSigmoidMulParams()->dim
+                      : op.kind == OpKind::GatherHidden   ? u.AsGatherHiddenParams()->dim
                                                           : 0;
   auto run = [&] {
     Status ran = gGpu->run(launch, buffers.bindings.map(), tokens, tokens);
@@ -623,7 +624,9 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     }
     run();
     expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
-  } else if (op.kind == OpKind::GatherRows) {
+  } else if (op.kind == OpKind::GatherRows || op.kind == OpKind::GatherHidden) {
+    // Rows picked backwards from a buffer of 3 T rows (the logits rows of
+    // T tokens, or a draft step's hidden rows out of a longer step's).
     const int64_t rows = tokens * 3;
     std::vector<uint16_t> in = randomHalves(rng, static_cast<size_t>(rows * dim));
     std::vector<int32_t> pick(static_cast<size_t>(tokens));
@@ -811,6 +814,17 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
     run();
     expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -22), what);
+  } else if (op.kind == OpKind::Concat) {
+    const int64_t aDim = u.AsConcatParams()->a_dim, bDim = u.AsConcatParams()->b_dim;
+    std::vector<uint16_t> a = randomHalves(rng, static_cast<size_t>(tokens * aDim)),
+                          b = randomHalves(rng, static_cast<size_t>(tokens * bDim)),
+                          want(static_cast<size_t>(tokens * (aDim + bDim)));
+    cpu::concatRows({tokens, aDim, bDim, cpu::DType::F16}, a.data(), b.data(), want.data(), pool);
+    ASSERT_TRUE(put(buffers, op.operands[0], a.data(), a.size() * 2).ok());
+    ASSERT_TRUE(put(buffers, op.operands[1], b.data(), b.size() * 2).ok());
+    auto out = put(buffers, op.operands[2], nullptr, want.size() * 2);
+    run();
+    EXPECT_TRUE(get<uint16_t>(*out, want.size()) == want) << what;
   } else {
     FAIL() << "no GPU check for " << plan::EnumNameOpKind(op.kind);
   }

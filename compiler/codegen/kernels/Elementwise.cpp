@@ -115,4 +115,27 @@ Result<PlannedLaunch> planGatherRows(LaunchContext &c, const Variant &v) {
   return l;
 }
 
+// One block per token of a draft step: out[t] = hidden[rows[t]].
+Result<PlannedLaunch> planGatherHidden(LaunchContext &c, const Variant &v) {
+  KernelRequest r{"gather_hidden", {}, configThreads(v, 128), 0};
+  r.set("dim", c.params<plan::GatherHiddenParamsT>().dim);
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = GridRule::tokens();
+  l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
+            LaunchArg::tokenCount()};
+  return l;
+}
+
+// One block per row: out[t] = a[t] | b[t].
+Result<PlannedLaunch> planConcat(LaunchContext &c, const Variant &v) {
+  KernelRequest r{"concat", {}, configThreads(v, 128), 0};
+  const auto p = c.params<plan::ConcatParamsT>();
+  r.set("a_dim", p.a_dim).set("b_dim", p.b_dim);
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = rowsRule(c.at(0));
+  l.args = {LaunchArg::pointer(c.at(0)), LaunchArg::pointer(c.at(1)), LaunchArg::pointer(c.at(2)),
+            rowsArg(c.at(0))};
+  return l;
+}
+
 } // namespace volt::codegen::kernels

@@ -86,4 +86,17 @@ void runGatherRows(OpContext &c) {
                   c.i32(1), c.pointer(2), c.pool);
 }
 
+void runGatherHidden(OpContext &c) {
+  // One row per token of the draft step (the rows index the hidden rows
+  // the last step left; checkStep bounds them).
+  cpu::gatherRows({c.batch.numTokens, c.op.params_as_GatherHiddenParams()->dim(), c.dtype(0)},
+                  c.pointer(0), c.i32(1), c.pointer(2), c.pool);
+}
+
+void runConcat(OpContext &c) {
+  const auto *p = c.op.params_as_ConcatParams();
+  cpu::concatRows({c.rows(0), p->a_dim(), p->b_dim(), c.dtype(0)}, c.pointer(0), c.pointer(1),
+                  c.pointer(2), c.pool);
+}
+
 } // namespace volt::executor

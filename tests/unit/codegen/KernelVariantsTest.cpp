@@ -64,7 +64,7 @@ TEST(KernelVariants, EveryKernelOfTwoModelsCompilesForSm70WithinLimits) {
 // The hybrids' own kernels at Qwen3.6-35B-A3B's shapes (tensor_parallel_size
 // 1 and 2): the conv over 8192 channels, the delta rule with a 128 x 128
 // FP32 state column per thread, partial RoPE of 64 of 256 dims, the output
-// gate, and attention at head_dim 256.
+// gate, attention at head_dim 256, and the MTP draft program's row copies.
 TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
   KernelRegistry registry;
@@ -128,6 +128,22 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
     plan(attention, {{int64_t{1} << 30,
                       "paged_attention",
                       {{"head_dim", 256}, {"split_k_tokens", testing::kSplitKTokens}}}});
+    OpInfo hidden{plan::OpKind::GatherHidden, "mtp_hidden_rows", {}, {}};
+    plan::GatherHiddenParamsT hp;
+    hp.dim = 2048;
+    hidden.params.Set(hp);
+    OperandInfo store;
+    store.kind = OperandKind::Output;
+    store.index = 1;
+    hidden.operands = {store, input(9), arena(8)};
+    plan(hidden, testing::single("gather_hidden"));
+    OpInfo concat{plan::OpKind::Concat, "mtp_fc_input", {}, {}};
+    plan::ConcatParamsT cc;
+    cc.a_dim = 2048;
+    cc.b_dim = 2048;
+    concat.params.Set(cc);
+    concat.operands = {arena(9), arena(10), arena(11)};
+    plan(concat, testing::single("concat"));
   }
   CodegenOptions options;
   options.useCache = false;

@@ -169,6 +169,35 @@ namespace gather_f32 {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace gather_f32
 
+namespace gather_hidden_odd {
+#define VOLT_DIM 70
+#define VOLT_THREADS 256
+#define gather_hidden gather_hidden_entry
+#include "gather_hidden.cu"
+#undef gather_hidden
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace gather_hidden_odd
+
+namespace concat_wide {
+#define VOLT_A_DIM 64
+#define VOLT_B_DIM 72
+#define VOLT_THREADS 256
+#define concat concat_wide_entry
+#include "concat.cu"
+#undef concat
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace concat_wide
+
+namespace concat_odd {
+#define VOLT_A_DIM 6
+#define VOLT_B_DIM 5
+#define VOLT_THREADS 256
+#define concat concat_odd_entry
+#include "concat.cu"
+#undef concat
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace concat_odd
+
 namespace router {
 #define VOLT_EXPERTS 60
 #define VOLT_TOP_K 4
@@ -740,6 +769,71 @@ TEST(SimtOps, GatherRowsOfAnF32PerSequenceBuffer) {
                std::tuple{a.pointer<const u8>(), a.pointer<const int>(), a.pointer<u8>(), a.i32()});
   });
   EXPECT_EQ(gpu, cpuOut);
+}
+
+// A draft step's first op: each token's row of the hidden rows the last
+// step left, copied exactly (here with rows of 140 bytes: the byte loop).
+TEST(SimtOps, GatherHiddenMatchesCpu) {
+  OpInfo op = makeOp<plan::GatherHiddenParamsT>(plan::OpKind::GatherHidden,
+                                                {operand(OperandKind::Output, 1),
+                                                 operand(OperandKind::Input, 9),
+                                                 operand(OperandKind::Arena, 0)},
+                                                [&](auto &p) { p.dim = 70; });
+  PlannedLaunch l = plan(op, {{"dim", 70}}, 256);
+  std::vector<uint16_t> hidden(12 * 70);
+  std::iota(hidden.begin(), hidden.end(), uint16_t(3));
+  std::vector<int32_t> rows = {11, 0, 5, 5, 2};
+  std::vector<uint16_t> gpu(5 * 70, 0xffff), cpuOut(5 * 70);
+  cpu::ThreadPool pool(1);
+  cpu::gatherRows({5, 70, cpu::DType::F16}, hidden.data(), rows.data(), cpuOut.data(), pool);
+  Memory m;
+  m.tokens = 5;
+  m.seqs = 2;
+  m.bind(op.operands[0], hidden.data());
+  m.bind(op.operands[1], rows.data());
+  m.bind(op.operands[2], gpu.data());
+  run(l, m, [](Args &a) {
+    std::apply(gather_hidden_odd::gather_hidden_entry,
+               std::tuple{a.pointer<const u8>(), a.pointer<const int>(), a.pointer<u8>(), a.i32()});
+  });
+  EXPECT_EQ(gpu, cpuOut);
+}
+
+// The MTP head's [embedding | hidden] rows, with 16-byte copies (64 | 72)
+// and with the byte loop (6 | 5).
+TEST(SimtOps, ConcatMatchesCpu) {
+  auto check = [&](int64_t aDim, int64_t bDim, auto entry) {
+    SCOPED_TRACE(std::to_string(aDim) + " | " + std::to_string(bDim));
+    OpInfo op = makeOp<plan::ConcatParamsT>(
+        plan::OpKind::Concat,
+        {operand(OperandKind::Arena, 0), operand(OperandKind::Arena, 1),
+         operand(OperandKind::Arena, 2)},
+        [&](auto &p) {
+          p.a_dim = uint32_t(aDim);
+          p.b_dim = uint32_t(bDim);
+        });
+    PlannedLaunch l = plan(op, {{"a_dim", aDim}, {"b_dim", bDim}}, 256);
+    const int64_t t = 7;
+    std::vector<uint16_t> a(size_t(t * aDim)), b(size_t(t * bDim));
+    std::iota(a.begin(), a.end(), uint16_t(1));
+    std::iota(b.begin(), b.end(), uint16_t(5000));
+    std::vector<uint16_t> gpu(size_t(t * (aDim + bDim)), 0xffff), cpuOut(gpu.size());
+    cpu::ThreadPool pool(1);
+    cpu::concatRows({t, aDim, bDim, cpu::DType::F16}, a.data(), b.data(), cpuOut.data(), pool);
+    Memory m;
+    m.tokens = int(t);
+    m.seqs = 3;
+    m.bind(op.operands[0], a.data());
+    m.bind(op.operands[1], b.data());
+    m.bind(op.operands[2], gpu.data());
+    run(l, m, [&](Args &args) {
+      std::apply(entry, std::tuple{args.pointer<const u8>(), args.pointer<const u8>(),
+                                   args.pointer<u8>(), args.i32()});
+    });
+    EXPECT_EQ(gpu, cpuOut);
+  };
+  check(64, 72, concat_wide::concat_wide_entry);
+  check(6, 5, concat_odd::concat_odd_entry);
 }
 
 TEST(SimtOps, RouterAlignCombine) {

@@ -53,6 +53,8 @@ public:
   explicit Harness(const EngineConfig &config = smallConfig()) {
     model = std::make_unique<FakeModel>(config.vocabSize, config.numKvBlocks, config.blockSize);
     model->enableState(config.numStateSlots);
+    if (config.draftSource == DraftSource::Mtp)
+      model->enableDraft();
     auto e = Engine::create(config, *model);
     EXPECT_TRUE(e.ok()) << (e.ok() ? "" : e.message());
     engine = std::move(*e);

@@ -16,6 +16,18 @@
 // that a slot given to two sequences, kept across a preemption or lost
 // between chunks is reported as an error.
 //
+// With a draft program (enableDraft), it is also an MTP head: each step
+// leaves a "hidden row" per token, the token's whole context (position 0
+// to it); a draft step pairs a row with the token after its position,
+// stores the pair in a KV store of its own at the token's slot, and
+// rebuilds each sequence's context from that store. A row of another
+// position, a stored pair that disagrees with the one before it (a stale
+// draft's, or a position never filled) is reported as an error. Its
+// greedy draft is the target's own next token, except on contexts whose
+// hash is 0 mod 4, where it is deliberately wrong (so some drafts are
+// rejected); its hidden row for the next draft step is the context it
+// drafted from.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -131,14 +143,90 @@ public:
     return Status::success();
   }
 
+  /// Gives the model a draft program (StepBackend::runDraftStep).
+  void enableDraft() { draft_ = true; mtpKv_.assign(kv_.size(), {}); }
+  bool hasDraftProgram() const override { return draft_; }
+  /// Called first in every draft step; a failure is returned as the step's.
+  std::function<Status(const StepBatch &)> beforeDraftStep;
+  /// Draft steps run, and the tokens they carried.
+  int64_t numDraftSteps = 0, numDraftTokens = 0;
+
+  Status runDraftStep(const StepBatch &b, std::span<float> logits) override {
+    rowsValid_ = false;
+    if (!draft_)
+      return Error("fake model: no draft program");
+    if (beforeDraftStep)
+      VOLT_RETURN_IF_ERROR(beforeDraftStep(b));
+    VOLT_RETURN_IF_ERROR(checkShapes(b, logits));
+    if (!b.stateSnapshots.empty())
+      return Error("fake model: state snapshots in a draft step");
+    if (int32_t(b.hiddenRows.size()) != b.numTokens)
+      return Error("fake model: " + std::to_string(b.hiddenRows.size()) + " hidden rows for " +
+                   std::to_string(b.numTokens) + " tokens");
+    for (int32_t t = 0; t < b.numTokens; ++t) {
+      const int32_t r = b.hiddenRows[size_t(t)];
+      if (r < 0 || size_t(r) >= hidden_.size())
+        return Error("fake model: hidden row " + std::to_string(r) + " of " +
+                     std::to_string(hidden_.size()) + " the last step left");
+      if (hidden_[size_t(r)].size() != size_t(b.positions[t]) + 1)
+        return Error("fake model: the hidden row for position " + std::to_string(b.positions[t]) +
+                     " is the state at position " +
+                     std::to_string(int64_t(hidden_[size_t(r)].size()) - 1));
+      mtpKv_[size_t(b.slotMapping[t])] = {b.tokens[t], b.positions[t], hidden_[size_t(r)]};
+    }
+    std::vector<std::vector<int32_t>> next(size_t(b.numTokens));
+    int32_t row = 0;
+    for (int32_t s = 0; s < b.numSeqs; ++s) {
+      // The sequence's context rebuilt from the draft layer's store: its
+      // first row's state, then the token after each position.
+      std::vector<int32_t> context;
+      for (int32_t p = 0; p < b.contextLens[s]; ++p) {
+        int32_t block = b.blockTables[size_t(s) * b.maxBlocksPerSeq + p / blockSize_];
+        const MtpSlot &e = mtpKv_[size_t(block) * blockSize_ + p % blockSize_];
+        if (e.position != p)
+          return Error("fake model: draft step of sequence " + std::to_string(s) +
+                       " reads position " + std::to_string(p) +
+                       " from a draft slot holding position " + std::to_string(e.position));
+        if (p == 0)
+          context.push_back(e.state[0]);
+        if (!std::equal(e.state.begin(), e.state.end(), context.begin()))
+          return Error("fake model: the draft slot of position " + std::to_string(p) +
+                       " holds a state that disagrees with the tokens before it (stale or "
+                       "never filled)");
+        context.push_back(e.token);
+      }
+      for (int32_t t = b.seqStarts[s]; t < b.seqStarts[s + 1]; ++t)
+        next[size_t(t)].assign(context.begin(), context.begin() + b.positions[t] + 2);
+      for (; row < b.numRows() && b.logitsRows[size_t(row)] < b.seqStarts[s + 1]; ++row) {
+        const std::vector<int32_t> &from = next[size_t(b.logitsRows[size_t(row)])];
+        auto out = logits.subspan(size_t(row) * vocab_, vocab_);
+        fakeLogits(from, out, window);
+        uint64_t h = 0;
+        for (int32_t t : from)
+          h = fakeMix(h + uint64_t(uint32_t(t)));
+        if (h % 4 == 0)
+          for (float &v : out)
+            v = -v; // the target's least likely token
+      }
+    }
+    hidden_ = std::move(next);
+    ++numDraftSteps;
+    numDraftTokens += b.numTokens;
+    return Status::success();
+  }
+
   Status runStep(const StepBatch &b, std::span<float> logits) override {
     rowsValid_ = false;
     if (beforeStep)
       VOLT_RETURN_IF_ERROR(beforeStep(b));
     VOLT_RETURN_IF_ERROR(checkShapes(b, logits));
+    if (!b.hiddenRows.empty())
+      return Error("fake model: hidden rows in a target step");
     StepRecord rec{b.numTokens, b.numSeqs, {}, {}, b.numRows()};
     for (int32_t t = 0; t < b.numTokens; ++t)
       kv_[b.slotMapping[t]] = {b.tokens[t], b.positions[t]};
+    if (draft_)
+      hidden_.assign(size_t(b.numTokens), {});
     std::vector<int32_t> context;
     VOLT_RETURN_IF_ERROR(checkSlots(b));
     int32_t row = 0;
@@ -185,6 +273,9 @@ public:
           return Error("fake model: sequence " + std::to_string(s) + "'s state in slot " +
                        std::to_string(b.stateSlots[s]) + " is not its own history's");
       }
+      if (draft_) // each token's hidden row: its context
+        for (int32_t t = b.seqStarts[s]; t < b.seqStarts[s + 1]; ++t)
+          hidden_[size_t(t)].assign(context.begin(), context.begin() + b.positions[t] + 1);
       // Every row of the sequence: the context up to the row's position.
       for (; row < b.numRows() && b.logitsRows[size_t(row)] < b.seqStarts[s + 1]; ++row) {
         const size_t len = size_t(b.positions[size_t(b.logitsRows[size_t(row)])]) + 1;
@@ -243,6 +334,17 @@ private:
     int32_t token = -1;
     int32_t position = -1;
   };
+  /// A draft layer's KV entry: the token after `position` and the state
+  /// (context) it was paired with.
+  struct MtpSlot {
+    int32_t token = -1;
+    int32_t position = -1;
+    std::vector<int32_t> state;
+  };
+  bool draft_ = false;
+  std::vector<MtpSlot> mtpKv_;
+  /// The hidden rows the last step left.
+  std::vector<std::vector<int32_t>> hidden_;
 
   Status checkShapes(const StepBatch &b, std::span<float> logits) const {
     auto fail = [](const std::string &what) { return Error("fake model: " + what); };

@@ -306,6 +306,102 @@ TEST(Speculative, AFailedVerifyStepAbortsItsSequences) {
   EXPECT_NE(c.last.error.find("device lost"), std::string::npos);
 }
 
+EngineConfig mtpConfig(int32_t k) {
+  EngineConfig c = specConfig(k);
+  c.draftSource = DraftSource::Mtp;
+  return c;
+}
+
+// MTP drafts (the fake's draft program checks every hidden row and every
+// pair in its KV store against the sequence's tokens): outputs are exact,
+// greedy and seeded, at k = 1, 3, 7, with batches that mix lengths,
+// chunked prefills, preemption and recurrent state; drafts after the
+// first are chained, and a wrong draft is rolled back.
+TEST(Speculative, MtpDraftsKeepOutputsExact) {
+  for (int32_t k : {1, 3, 7}) {
+    uint64_t preemptions = 0;
+    for (bool sampled : {false, true}) {
+      for (bool recurrent : {false, true}) {
+        SCOPED_TRACE("k=" + std::to_string(k) + (sampled ? " seeded" : " greedy") +
+                     (recurrent ? " recurrent" : ""));
+        EngineConfig cfg = mtpConfig(k);
+        if (recurrent)
+          cfg.numStateSlots = cfg.maxNumSeqs * (1 + k);
+        cfg.maxNumBatchedTokens = 24; // chunked prefills
+        cfg.numKvBlocks = 30;         // preemption
+        Harness h(cfg);
+        Submitted r = submitMany(h, 14, uint32_t(170 + k), sampled, 30, 40);
+        h.runToIdle();
+        expectOutputs(h, r);
+        const SpecDecodeStats st = h.engine->stats().specDecode;
+        EXPECT_GT(st.numAcceptedTokens, 0u);
+        EXPECT_LT(st.numAcceptedTokens, st.numDraftTokens);
+        EXPECT_EQ(st.numDraftSteps, uint64_t(h.model->numDraftSteps));
+        preemptions += h.engine->stats().numPreemptions;
+        if (!sampled) // the fake head is right 3 times in 4
+          EXPECT_GT(st.meanAcceptedLength(), 1.4);
+        if (k > 1) { // chained drafts: more draft steps than catch-ups
+          uint64_t steps = h.model->steps.size();
+          EXPECT_GT(uint64_t(h.model->numDraftSteps), steps);
+        }
+        h.expectIdleAndClean();
+      }
+    }
+    EXPECT_GT(preemptions, 0u) << "k=" << k;
+  }
+}
+
+TEST(Speculative, MtpDraftsWithPrefixCaching) {
+  EngineConfig cfg = mtpConfig(3);
+  cfg.enablePrefixCaching = true;
+  cfg.numKvBlocks = 30;
+  Harness h(cfg);
+  // Shared prefixes: later requests hit blocks whose draft KV an earlier
+  // request's catch-up filled.
+  h.model->window = kWindow;
+  std::vector<RequestId> ids;
+  std::vector<std::vector<int32_t>> want;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int32_t> prompt = {4, 9, 4, 9, 4, 9, 4, 9, 4, 9, 4, 9, 4, 9, 4, 9, 4,
+                                   9, 4, 9, int32_t(10 + i)};
+    want.push_back(referenceTokens(prompt, 20, greedy(20), 0, 64, kWindow));
+    ids.push_back(h.submit(prompt, greedy(20)));
+    h.runToIdle();
+  }
+  for (size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(h.results[ids[i]].tokens, want[i]) << "request " << i;
+  EXPECT_GT(h.engine->stats().prefixCacheHits, 0u);
+  EXPECT_GT(h.engine->stats().specDecode.numAcceptedTokens, 0u);
+}
+
+TEST(Speculative, AFailedDraftStepAbortsItsSequences) {
+  for (bool chained : {false, true}) {
+    Harness h(mtpConfig(3));
+    h.model->window = kWindow;
+    // The catch-up step (more tokens than sequences, or a prefill), or a
+    // chained step (one token per sequence after the first decode).
+    int calls = 0;
+    h.model->beforeDraftStep = [&](const StepBatch &) -> Status {
+      return ++calls == (chained ? 3 : 1) ? Error("device lost") : Status::success();
+    };
+    RequestId id = h.submit({2, 8, 2, 8, 2}, greedy(30));
+    EXPECT_FALSE(h.engine->runUntilIdle().ok());
+    h.expectIdleAndClean();
+    const auto &c = h.results[id];
+    EXPECT_TRUE(c.finished);
+    EXPECT_EQ(c.last.finishReason, FinishReason::Abort);
+    EXPECT_NE(c.last.error.find("device lost"), std::string::npos);
+  }
+}
+
+TEST(Speculative, MtpNeedsABackendWithADraftProgram) {
+  testing::FakeModel model(64, 256, 4);
+  auto e = Engine::create(mtpConfig(2), model);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.message().find("speculative method mtp: the backend has no draft program"),
+            std::string::npos);
+}
+
 TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
   // The prompt holds every token, so after the first output o0 prompt
   // lookup drafts one token d (max_tokens 3 leaves room for one): o1 is
@@ -313,65 +409,71 @@ TEST(Speculative, SampledOutputsFollowTheTargetDistribution) {
   // d when d == o1, or comes from the next step when not. The empirical
   // distribution of o2 over many seeds must be the target's exact
   // marginal, sum over o0, o1 of p(o0) p(o1 | o0) p(o2 | o1), computed here
-  // from plain softmaxes (temperature 1, no filters).
-  EngineConfig cfg = specConfig(3);
-  cfg.maxNumBatchedTokens = 512;
-  cfg.numKvBlocks = 1024;
-  Harness h(cfg);
-  h.model->window = kWindow;
-  const int32_t vocab = cfg.vocabSize;
-  std::vector<int32_t> prompt(static_cast<size_t>(vocab));
-  for (int32_t t = 0; t < vocab; ++t)
-    prompt[size_t(t)] = (t * 7 + 3) % vocab;
-  auto softmax = [&](std::vector<int32_t> context) {
-    std::vector<float> logits(static_cast<size_t>(vocab));
-    testing::fakeLogits(context, logits, kWindow);
-    std::vector<double> p(static_cast<size_t>(vocab));
-    double sum = 0, top = *std::max_element(logits.begin(), logits.end());
-    for (int32_t v = 0; v < vocab; ++v)
-      sum += p[size_t(v)] = std::exp(double(logits[size_t(v)]) - top);
-    for (double &x : p)
-      x /= sum;
-    return p;
-  };
-  const std::vector<double> first = softmax(prompt);
-  auto advance = [&](const std::vector<double> &p) {
-    std::vector<double> q(static_cast<size_t>(vocab), 0.0);
-    for (int32_t t1 = 0; t1 < vocab; ++t1) {
-      const std::vector<double> next = softmax({t1});
-      for (int32_t t2 = 0; t2 < vocab; ++t2)
-        q[size_t(t2)] += p[size_t(t1)] * next[size_t(t2)];
+  // from plain softmaxes (temperature 1, no filters). The same with the
+  // draft from an MTP head (the fake's: the target's greedy token, or its
+  // least likely one on a quarter of the contexts).
+  for (DraftSource source : {DraftSource::Ngram, DraftSource::Mtp}) {
+    SCOPED_TRACE(source == DraftSource::Mtp ? "mtp" : "ngram");
+    EngineConfig cfg = specConfig(3);
+    cfg.draftSource = source;
+    cfg.maxNumBatchedTokens = 512;
+    cfg.numKvBlocks = 1024;
+    Harness h(cfg);
+    h.model->window = kWindow;
+    const int32_t vocab = cfg.vocabSize;
+    std::vector<int32_t> prompt(static_cast<size_t>(vocab));
+    for (int32_t t = 0; t < vocab; ++t)
+      prompt[size_t(t)] = (t * 7 + 3) % vocab;
+    auto softmax = [&](std::vector<int32_t> context) {
+      std::vector<float> logits(static_cast<size_t>(vocab));
+      testing::fakeLogits(context, logits, kWindow);
+      std::vector<double> p(static_cast<size_t>(vocab));
+      double sum = 0, top = *std::max_element(logits.begin(), logits.end());
+      for (int32_t v = 0; v < vocab; ++v)
+        sum += p[size_t(v)] = std::exp(double(logits[size_t(v)]) - top);
+      for (double &x : p)
+        x /= sum;
+      return p;
+    };
+    const std::vector<double> first = softmax(prompt);
+    auto advance = [&](const std::vector<double> &p) {
+      std::vector<double> q(static_cast<size_t>(vocab), 0.0);
+      for (int32_t t1 = 0; t1 < vocab; ++t1) {
+        const std::vector<double> next = softmax({t1});
+        for (int32_t t2 = 0; t2 < vocab; ++t2)
+          q[size_t(t2)] += p[size_t(t1)] * next[size_t(t2)];
+      }
+      return q;
+    };
+    const std::vector<double> third = advance(advance(first));
+    constexpr int kDraws = 16000;
+    std::vector<RequestId> ids;
+    for (int i = 0; i < kDraws; ++i) {
+      SamplingParams p;
+      p.temperature = 1.0f;
+      p.seed = uint64_t(i) * 7919 + 1;
+      p.maxTokens = 3;
+      p.ignoreEos = true;
+      ids.push_back(h.submit(prompt, p));
     }
-    return q;
-  };
-  const std::vector<double> third = advance(advance(first));
-  constexpr int kDraws = 16000;
-  std::vector<RequestId> ids;
-  for (int i = 0; i < kDraws; ++i) {
-    SamplingParams p;
-    p.temperature = 1.0f;
-    p.seed = uint64_t(i) * 7919 + 1;
-    p.maxTokens = 3;
-    p.ignoreEos = true;
-    ids.push_back(h.submit(prompt, p));
+    h.runToIdle();
+    std::vector<double> seen(static_cast<size_t>(vocab), 0.0);
+    for (RequestId id : ids) {
+      ASSERT_EQ(h.results[id].tokens.size(), 3u);
+      seen[size_t(h.results[id].tokens[2])] += 1.0 / kDraws;
+    }
+    double tv = 0;
+    for (int32_t v = 0; v < vocab; ++v)
+      tv += 0.5 * std::abs(seen[size_t(v)] - third[size_t(v)]);
+    // Sampling noise at 16,000 draws is about 0.03 here; taking the
+    // bonus row after a rejected draft (sampling o2 after d, not after o1)
+    // gives 0.15 (measured by breaking the acceptance test in Engine.cpp).
+    EXPECT_LT(tv, 0.06) << "total variation distance";
+    const SpecDecodeStats st = h.engine->stats().specDecode;
+    EXPECT_GE(st.numDrafts, uint64_t(kDraws) / 2);
+    EXPECT_GT(st.numAcceptedTokens, 0u);
+    EXPECT_LT(st.numAcceptedTokens, st.numDraftTokens);
   }
-  h.runToIdle();
-  std::vector<double> seen(static_cast<size_t>(vocab), 0.0);
-  for (RequestId id : ids) {
-    ASSERT_EQ(h.results[id].tokens.size(), 3u);
-    seen[size_t(h.results[id].tokens[2])] += 1.0 / kDraws;
-  }
-  double tv = 0;
-  for (int32_t v = 0; v < vocab; ++v)
-    tv += 0.5 * std::abs(seen[size_t(v)] - third[size_t(v)]);
-  // Sampling noise at 16,000 draws is about 0.03 here; taking the
-  // bonus row after a rejected draft (sampling o2 after d, not after o1)
-  // gives 0.15 (measured by breaking the acceptance test in Engine.cpp).
-  EXPECT_LT(tv, 0.06) << "total variation distance";
-  const SpecDecodeStats st = h.engine->stats().specDecode;
-  EXPECT_GE(st.numDrafts, uint64_t(kDraws) / 2);
-  EXPECT_GT(st.numAcceptedTokens, 0u);
-  EXPECT_LT(st.numAcceptedTokens, st.numDraftTokens);
 }
 
 TEST(Speculative, ConfigErrorsNameTheKey) {

@@ -4,7 +4,7 @@
 // the plan cannot hold.
 
 func.func @unknown_kind(%b: !vexec.buffer) {
-  // expected-error-re @+1 {{unknown kind 'Convolution' (valid: Embedding, RmsNorm, {{.*}}, EmaScan, CausalConv1d, GatedDeltaRule, SigmoidMul)}}
+  // expected-error-re @+1 {{unknown kind 'Convolution' (valid: Embedding, RmsNorm, {{.*}}, EmaScan, CausalConv1d, GatedDeltaRule, SigmoidMul, GatherHidden, Concat)}}
   vexec.launch "Convolution"(%b) {params = {}, kernels = [], name = "x"} : !vexec.buffer
   return
 }
@@ -85,7 +85,7 @@ func.func @kernels_not_dictionaries(%b: !vexec.buffer) {
 // -----
 
 func.func @unknown_input() {
-  // expected-error @+1 {{unknown name 'token_ids' (valid: tokens, positions, slot_mapping, seq_starts, context_lens, block_tables, logits_rows, state_slots, state_snapshots)}}
+  // expected-error @+1 {{unknown name 'token_ids' (valid: tokens, positions, slot_mapping, seq_starts, context_lens, block_tables, logits_rows, state_slots, state_snapshots, hidden_rows)}}
   %t = vexec.input {name = "token_ids"} : !vexec.buffer
   return
 }
@@ -93,8 +93,8 @@ func.func @unknown_input() {
 // -----
 
 func.func @unknown_output() {
-  // expected-error @+1 {{unknown name 'hidden' (valid: logits)}}
-  %t = vexec.output {name = "hidden"} : !vexec.buffer
+  // expected-error @+1 {{unknown name 'hiddens' (valid: logits, hidden)}}
+  %t = vexec.output {name = "hiddens"} : !vexec.buffer
   return
 }
 

@@ -1,6 +1,8 @@
 // Clears every VOLT_* constant a template instance defined, so that the next
 // instance in the same file starts clean (no include guard on purpose).
 #undef VOLT_ACCUMULATE
+#undef VOLT_A_DIM
+#undef VOLT_B_DIM
 #undef VOLT_BLOCK_SIZE
 #undef VOLT_DIM
 #undef VOLT_ELEMENT_BYTES

@@ -195,6 +195,11 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
     uint64_t total = (budget ? budget->cuda_context_bytes() + budget->nccl_bytes() : 0) +
                      r->pack()->bytes() + r->arena_bytes() + r->workspace_bytes() +
                      r->cache_bytes();
+    // A draft program's hidden rows (StepOutput.Hidden): what the rank's
+    // device bytes hold beyond the parts above.
+    const uint64_t hidden =
+        r->draft_ops_begin() > 0 && r->device_bytes() > total ? r->device_bytes() - total : 0;
+    total += hidden;
     ranks.push_back(
         {{"rank", r->rank()},
          {"weights_bytes", r->pack()->bytes()},
@@ -214,6 +219,7 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
          {"arena_bytes", r->arena_bytes()},
          {"arena_lower_bound", r->arena_lower_bound()},
          {"workspace_bytes", r->workspace_bytes()},
+         {"hidden_rows_bytes", hidden},
          {"cuda_context_bytes", budget ? budget->cuda_context_bytes() : 0},
          {"nccl_bytes", budget ? budget->nccl_bytes() : 0},
          {"total_bytes", total},
@@ -333,6 +339,9 @@ std::string formatInspectReport(const InspectReport &report) {
                   lower ? static_cast<double>(arena) / static_cast<double>(lower) : 1.0);
     row("activation arena", arena, ratio);
     row("kernel workspaces", r["workspace_bytes"]);
+    if (r["hidden_rows_bytes"].get<uint64_t>() > 0)
+      row("MTP hidden rows", r["hidden_rows_bytes"],
+          "the target's last hidden state per token, for the draft program");
     row("CUDA context", r["cuda_context_bytes"]);
     if (r["nccl_bytes"].get<uint64_t>() > 0)
       row("NCCL buffers", r["nccl_bytes"]);

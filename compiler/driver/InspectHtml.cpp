@@ -121,6 +121,8 @@ std::string formatInspectHtml(const InspectReport &report) {
     parts.push_back({"activation arena", "arena", r["arena_bytes"].get<uint64_t>()});
     if (r["workspace_bytes"].get<uint64_t>() > 0)
       parts.push_back({"kernel workspaces", "workspace", r["workspace_bytes"].get<uint64_t>()});
+    if (r.value("hidden_rows_bytes", uint64_t{0}) > 0)
+      parts.push_back({"MTP hidden rows", "workspace", r["hidden_rows_bytes"].get<uint64_t>()});
     parts.push_back({"KV cache", "kv", r["kv_cache"]["bytes"].get<uint64_t>()});
     uint64_t states = 0;
     for (const nlohmann::json &st : r["state"]) {

@@ -305,7 +305,8 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
     uint64_t deviceBytes = static_cast<uint64_t>(
         intOf(memory, "cuda_context_bytes") + intOf(memory, "nccl_bytes") +
         static_cast<int64_t>(packed->fileBytes) + intOf(memory, "arena_bytes") +
-        intOf(memory, "workspace_bytes") + intOf(memory, "cache_bytes"));
+        intOf(memory, "workspace_bytes") + intOf(memory, "cache_bytes") +
+        intOf(memory, "hidden_bytes"));
     ranks.push_back(CreateRank(b, r, b.CreateVector(ops), b.CreateVector(buffers),
                                static_cast<uint64_t>(intOf(memory, "arena_bytes")),
                                static_cast<uint64_t>(intOf(memory, "arena_lower_bound")),

@@ -181,6 +181,14 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       if (g.kind == volt::plan::CacheKind::StateSlots)
         stateBytes +=
             volt::memory::alignUp(numSlots * g.slotBytes * static_cast<int64_t>(g.layers.size()));
+    // The hidden rows a draft program starts from (StepOutput.Hidden): one
+    // per token of the largest step, FP16, kept between steps.
+    int64_t hiddenBytes = 0;
+    if (draft)
+      if (auto model = module->getAttrOfType<DictionaryAttr>("volt.model"))
+        hiddenBytes = volt::memory::alignUp(maxTokens * intAttr(model, "hidden_size") * 2);
+    // Held apart from the rest below: what the KV cache cannot have.
+    stateBytes += hiddenBytes;
     int64_t left = budget - contextBytes - ncclBytes - weightBytes - placement.arenaBytes -
                    workspaceBytes - stateBytes;
     int64_t blocks = kvBlockBytes > 0 && left > 0 ? left / kvBlockBytes : 0;
@@ -202,10 +210,12 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
       row("CUDA context", contextBytes);
       if (ncclBytes)
         row("NCCL buffers", ncclBytes);
-      if (stateBytes)
+      if (stateBytes > hiddenBytes)
         row("recurrent state (" + std::to_string(maxSeqs) + " sequences" +
                 (numSlots > maxSeqs ? ", " + std::to_string(numSlots) + " slots" : "") + ")",
-            stateBytes);
+            stateBytes - hiddenBytes);
+      if (hiddenBytes)
+        row("MTP hidden rows (" + std::to_string(maxTokens) + " tokens)", hiddenBytes);
       row("KV cache, one full-length sequence", blocksPerSeq * kvBlockBytes);
       row("needed", weightBytes + placement.arenaBytes + workspaceBytes + contextBytes + ncclBytes +
                         stateBytes + blocksPerSeq * kvBlockBytes);
@@ -222,7 +232,7 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
               b.getNamedAttr("kv_block_bytes", b.getI64IntegerAttr(kvBlockBytes)),
               b.getNamedAttr("kv_block_size", b.getI64IntegerAttr(blockSize)),
               b.getNamedAttr("max_blocks_per_seq", b.getI64IntegerAttr(blocksPerSeq)),
-              b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes)),
+              b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes - hiddenBytes)),
               b.getNamedAttr("weight_bytes", b.getI64IntegerAttr(weightBytes)),
               b.getNamedAttr("needed_bytes",
                              b.getI64IntegerAttr(weightBytes + placement.arenaBytes +
@@ -284,7 +294,8 @@ struct PlanMemoryPass : volt::impl::PlanMemoryBase<PlanMemoryPass> {
             b.getNamedAttr("kv_blocks", b.getI64IntegerAttr(blocks)),
             b.getNamedAttr("kv_bytes", b.getI64IntegerAttr(blocks * kvBlockBytes)),
             b.getNamedAttr("kv_budget_bytes", b.getI64IntegerAttr(left)),
-            b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes)),
+            b.getNamedAttr("state_bytes", b.getI64IntegerAttr(stateBytes - hiddenBytes)),
+            b.getNamedAttr("hidden_bytes", b.getI64IntegerAttr(hiddenBytes)),
             b.getNamedAttr("cache_bytes", b.getI64IntegerAttr(cacheBytes)),
             b.getNamedAttr("caches", b.getArrayAttr(caches)),
             b.getNamedAttr("max_blocks_per_seq", b.getI64IntegerAttr(blocksPerSeq)),

@@ -8,6 +8,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <ctime>
 #include <random>
@@ -44,6 +46,23 @@ std::string routeLabel(const std::string &path) {
 }
 
 bool isOpenPath(const std::string &path) { return path == "/health" || path == "/metrics"; }
+
+/// Whether a Content-Type header names JSON: its media type (before any
+/// parameters) is application/json, in any case.
+bool isJsonContentType(std::string_view value) {
+  value = value.substr(0, value.find(';'));
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+    value.remove_prefix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+    value.remove_suffix(1);
+  constexpr std::string_view kJson = "application/json";
+  if (value.size() != kJson.size())
+    return false;
+  for (size_t i = 0; i < value.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != kJson[i])
+      return false;
+  return true;
+}
 
 std::string randomId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -148,20 +167,68 @@ void Server::Impl::registerRoutes() {
     std::string id = req.get_header_value("X-Request-Id");
     cur.record.requestId = usableRequestId(id) ? id : randomId();
     res.set_header("X-Request-Id", cur.record.requestId);
-    if (options.apiKey.empty() || (isOpenPath(req.path) && !options.authHealthAndMetrics))
-      return httplib::Server::HandlerResponse::Unhandled;
-    if (bearerMatches(req.get_header_value("Authorization"), options.apiKey))
-      return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e;
-    e.status = 401;
-    e.code = "invalid_api_key";
-    e.message = "authorization: expected the header 'Authorization: Bearer <api key>' with the "
-                "server's key";
-    // The body (if any) was not read; the connection cannot be reused.
-    res.set_header("Connection", "close");
-    res.set_header("WWW-Authenticate", "Bearer");
-    sendError(res, e);
-    return httplib::Server::HandlerResponse::Handled;
+    // CORS (browser pages of other origins): off unless --allowed-origins
+    // names the page's origin. A preflight carries no credentials, so it
+    // is answered before the key is checked.
+    const std::string origin = req.get_header_value("Origin");
+    const bool anyOrigin = std::find(options.allowedOrigins.begin(), options.allowedOrigins.end(),
+                                     "*") != options.allowedOrigins.end();
+    const bool originAllowed =
+        !origin.empty() && (anyOrigin || std::find(options.allowedOrigins.begin(),
+                                                   options.allowedOrigins.end(),
+                                                   origin) != options.allowedOrigins.end());
+    if (originAllowed) {
+      res.set_header("Access-Control-Allow-Origin", anyOrigin ? "*" : origin);
+      if (!anyOrigin)
+        res.set_header("Vary", "Origin");
+    }
+    if (req.method == "OPTIONS") {
+      if (originAllowed) {
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+        res.set_header("Access-Control-Max-Age", "600");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      ApiError e;
+      e.status = 403;
+      e.code = "origin_not_allowed";
+      e.message = origin.empty() ? std::string("cors: a preflight request needs an Origin header")
+                                 : "cors: origin '" + clipForMessage(origin, 128) +
+                                       "' is not allowed (--allowed-origins)";
+      sendError(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const bool open = options.apiKey.empty() ||
+                      (isOpenPath(req.path) && !options.authHealthAndMetrics) ||
+                      bearerMatches(req.get_header_value("Authorization"), options.apiKey);
+    if (!open) {
+      ApiError e;
+      e.status = 401;
+      e.code = "invalid_api_key";
+      e.message = "authorization: expected the header 'Authorization: Bearer <api key>' with the "
+                  "server's key";
+      // The body (if any) was not read; the connection cannot be reused.
+      res.set_header("Connection", "close");
+      res.set_header("WWW-Authenticate", "Bearer");
+      sendError(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Request bodies are JSON, said so: a page of any origin can make a
+    // browser send a text/plain or form POST without asking (no preflight),
+    // but not an application/json one.
+    if (req.method == "POST" && !isJsonContentType(req.get_header_value("Content-Type"))) {
+      const std::string found = req.get_header_value("Content-Type");
+      ApiError e;
+      e.status = 415;
+      e.code = "unsupported_media_type";
+      e.message = "content-type: expected application/json, found " +
+                  (found.empty() ? std::string("none") : "'" + clipForMessage(found, 64) + "'");
+      res.set_header("Connection", "close");
+      sendError(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
 
   http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {

@@ -34,6 +34,10 @@ struct ServerOptions {
   /// Whether /health and /metrics need the key too (by default they are
   /// open, as in vLLM, for load balancers and scrapers).
   bool authHealthAndMetrics = false;
+  /// Origins a browser page may call the API from (CORS): exact origins
+  /// ("https://app.example.com"), or "*" for any. Empty: none (no CORS
+  /// headers; preflights get 403).
+  std::vector<std::string> allowedOrigins;
   /// Names the model is served under; empty: the plan's served_model_name.
   std::vector<std::string> servedModelNames;
   /// Largest request body (413 beyond).

@@ -34,6 +34,10 @@ int serve(int argc, char **argv) {
       ->envname("VOLT_API_KEY");
   app.add_flag("--auth-health-metrics", o.authHealthAndMetrics,
                "require the API key on /health and /metrics too (open by default)");
+  app.add_option("--allowed-origins", o.allowedOrigins,
+                 "origins browser pages may call the API from (CORS), comma-separated, or '*' "
+                 "for any (default: none)")
+      ->delimiter(',');
   app.add_option("--served-model-name", o.servedModelNames,
                  "names the model answers to (default: the plan's served_model_name); the "
                  "first is the one responses report");

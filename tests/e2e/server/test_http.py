@@ -342,6 +342,108 @@ class AuthTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class BrowserSafetyTest(unittest.TestCase):
+    """POST bodies must say they are JSON (a page of any origin can make a
+    browser send text/plain or a form without a preflight, never
+    application/json), and CORS is off unless --allowed-origins names the
+    page's origin."""
+
+    BODY = json.dumps({"prompt": "x", "max_tokens": 1})
+
+    def raw_post(self, port, headers):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        try:
+            conn.putrequest("POST", "/v1/completions", skip_accept_encoding=True)
+            for k, v in headers.items():
+                conn.putheader(k, v)
+            conn.putheader("Content-Length", str(len(self.BODY)))
+            conn.endheaders(self.BODY.encode())
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+        finally:
+            conn.close()
+
+    def test_json_content_type_and_no_cors_by_default(self):
+        with harness.Server() as server:
+            for ctype, shown in [("text/plain", "'text/plain'"),
+                                 ("application/x-www-form-urlencoded",
+                                  "'application/x-www-form-urlencoded'"),
+                                 ("multipart/form-data; boundary=x",
+                                  "'multipart/form-data; boundary=x'"),
+                                 ("application/jsonx", "'application/jsonx'")]:
+                status, body = self.raw_post(server.port, {"Content-Type": ctype})
+                check_error(self, status, body, 415, code="unsupported_media_type",
+                            contains="content-type: expected application/json, found " + shown)
+            status, body = self.raw_post(server.port, {})
+            check_error(self, status, body, 415, code="unsupported_media_type",
+                        contains="found none")
+            status, body = self.raw_post(server.port, {"Content-Type": "text/plain" + "x" * 5000})
+            check_error(self, status, body, 415)
+            self.assertLess(len(body["error"]["message"]), 300)
+            for ctype in ["application/json", "application/json; charset=utf-8",
+                          "Application/JSON ;charset=UTF-8"]:
+                status, body = self.raw_post(server.port, {"Content-Type": ctype})
+                self.assertEqual(status, 200, (ctype, body))
+            # Tokenize is a POST too.
+            status, _, body = server.post("/tokenize", {"prompt": "x"},
+                                          headers={"Content-Type": "text/plain"})
+            check_error(self, status, body, 415)
+            # No CORS headers for a page of another origin; its preflight
+            # is refused.
+            status, headers, _ = server.request(
+                "POST", "/v1/completions", {"prompt": "x", "max_tokens": 1},
+                headers={"Origin": "http://evil.example"})
+            self.assertEqual(status, 200)
+            self.assertNotIn("access-control-allow-origin", headers)
+            status, headers, data = server.request(
+                "OPTIONS", "/v1/completions",
+                headers={"Origin": "http://evil.example",
+                         "Access-Control-Request-Method": "POST"})
+            check_error(self, status, json.loads(data), 403, code="origin_not_allowed",
+                        contains="origin 'http://evil.example' is not allowed")
+            self.assertNotIn("access-control-allow-origin", headers)
+            self.assertEqual(server.stop(), 0)
+
+    def test_allowed_origins(self):
+        with harness.Server("--allowed-origins", "http://a.example,http://b.example") as server:
+            for origin in ["http://a.example", "http://b.example"]:
+                status, headers, _ = server.request(
+                    "OPTIONS", "/v1/chat/completions",
+                    headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                             "Access-Control-Request-Headers": "content-type, authorization"})
+                self.assertEqual(status, 204)
+                self.assertEqual(headers["access-control-allow-origin"], origin)
+                self.assertIn("POST", headers["access-control-allow-methods"])
+                self.assertIn("Content-Type", headers["access-control-allow-headers"])
+                self.assertIn("Authorization", headers["access-control-allow-headers"])
+                self.assertEqual(headers["vary"], "Origin")
+                status, headers, _ = server.request(
+                    "POST", "/v1/completions", {"prompt": "x", "max_tokens": 1},
+                    headers={"Origin": origin})
+                self.assertEqual(status, 200)
+                self.assertEqual(headers["access-control-allow-origin"], origin)
+            status, headers, _ = server.request("GET", "/v1/models",
+                                                headers={"Origin": "http://c.example"})
+            self.assertEqual(status, 200)
+            self.assertNotIn("access-control-allow-origin", headers)
+            status, _, _ = server.request("OPTIONS", "/v1/models",
+                                          headers={"Origin": "http://c.example"})
+            self.assertEqual(status, 403)
+            self.assertEqual(server.stop(), 0)
+        with harness.Server("--allowed-origins", "*", "--api-key", "k") as server:
+            # A preflight carries no key; the request itself needs it.
+            status, headers, _ = server.request("OPTIONS", "/v1/completions",
+                                                headers={"Origin": "http://any.example"})
+            self.assertEqual(status, 204)
+            self.assertEqual(headers["access-control-allow-origin"], "*")
+            status, headers, _ = server.request(
+                "POST", "/v1/completions", {"prompt": "x", "max_tokens": 1},
+                headers={"Origin": "http://any.example"})
+            self.assertEqual(status, 401)
+            self.assertEqual(headers["access-control-allow-origin"], "*")
+            self.assertEqual(server.stop(), 0)
+
+
 class LimitsTest(unittest.TestCase):
     def test_concurrency_limit_gives_429(self):
         with harness.Server("--max-concurrent-requests", "1") as server:

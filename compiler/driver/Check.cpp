@@ -113,15 +113,6 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
     return Error(file + ": enable_prefix_caching: the model's layers " + joinList(recurrent) +
                  " keep a recurrent state per sequence, which a cached prefix does not "
                  "restore; prefix caching is not supported for such models; remove it");
-  // The loader bound the head (model::LoadOptions::bindMtp): its tensors
-  // are there and match the config. Its draft program runs on the cpu
-  // backend; the cuda backend does not run draft steps yet.
-  if (s.speculative.method == spec::SpeculativeMethod::Mtp && s.sku.arch != spec::Arch::Cpu)
-    return Error(file + ": speculative: method mtp: the draft program runs on the cpu backend "
-                        "only so far (target " +
-                 s.sku.name +
-                 "); the cuda backend's draft steps are not built yet; use method: ngram, or "
-                 "target: cpu");
   return Status::success();
 }
 

@@ -108,8 +108,8 @@ const std::vector<Field<DeploySpec>> &deploySpecFields() {
                      "speculative decoding's draft source: ngram proposes the tokens that "
                      "followed the latest earlier occurrence of the sequence's last tokens "
                      "(prompt lookup); mtp drafts greedily with the checkpoint's "
-                     "multi-token-prediction head (mtp.*), compiled into a draft program "
-                     "(target cpu only so far). Unset: no speculative decoding",
+                     "multi-token-prediction head (mtp.*), compiled into a draft program. "
+                     "Unset: no speculative decoding",
                      {"ngram", "mtp"},
                      [](S &s, const std::string &v) {
                        s.speculative.method =

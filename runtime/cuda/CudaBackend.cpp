@@ -132,9 +132,6 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     return Error(where + ": the plan was compiled for " + (arch.empty() ? "?" : arch) +
                  ", not for a GPU; run it with --backend cpu, or compile the spec for a GPU "
                  "target");
-  if (plan::hasDraftProgram(p))
-    return Error(where + ": the plan has an MTP draft program, which only the cpu backend runs "
-                         "so far (docs/design/speculative.md)");
   std::unique_ptr<CudaBackend> backend(new CudaBackend(loaded));
   backend->shared_ = std::make_unique<Shared>();
   Shared &shared = *backend->shared_;
@@ -235,8 +232,12 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     const uint64_t inputBytes = rs.layout.totalBytes;
     // The sampler runs on rank 0 only.
     const uint64_t candidateBytes = r == 0 ? shared.candidates.totalBytes : 0;
+    // A draft program's hidden rows: one per token of the largest step, FP16.
+    const uint64_t hiddenBytes =
+        plan::hasDraftProgram(p) ? maxTokens * uint64_t{p.model()->hidden_size()} * 2 : 0;
     const uint64_t need = weightBytes + pr->arena_bytes() + pr->workspace_bytes() + cacheBytes +
-                          inputBytes + maxRows * vocab * 4 + gatherBytes + candidateBytes;
+                          inputBytes + maxRows * vocab * 4 + gatherBytes + candidateBytes +
+                          hiddenBytes;
     size_t freeBytes = 0, totalBytes = 0;
     VOLT_RETURN_IF_ERROR(d.check(d.cuMemGetInfo(&freeBytes, &totalBytes), label + ": memory"));
     if (need > freeBytes)
@@ -270,6 +271,8 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(const plan::LoadedPlan 
     VOLT_RETURN_IF_ERROR(allocate(maxRows * vocab * 4, rs.logits, "the logits"));
     if (gatherBytes)
       VOLT_RETURN_IF_ERROR(allocate(gatherBytes, rs.gather, "the all-gather staging"));
+    if (hiddenBytes)
+      VOLT_RETURN_IF_ERROR(allocate(hiddenBytes, rs.hidden, "the draft program's hidden rows"));
     if (candidateBytes)
       VOLT_RETURN_IF_ERROR(
           allocate(candidateBytes, rs.candidates, "the sampling temperatures and candidates"));

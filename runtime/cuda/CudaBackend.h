@@ -30,6 +30,7 @@
 
 #include "runtime/engine/StepBackend.h"
 #include "runtime/plan/PlanFile.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/support/Status.h"
 
 #include <cstdint>
@@ -100,6 +101,10 @@ public:
   /// work may be left queued on some GPUs, and the backend must be
   /// created again.
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override;
+  /// The draft program's step (plans compiled with speculative method
+  /// mtp), with direct launches; as runStep otherwise.
+  bool hasDraftProgram() const override;
+  Status runDraftStep(const engine::StepBatch &batch, std::span<float> logits) override;
 
   /// Plan.sampler's k; 0 when the plan has none.
   int32_t candidatesPerSeq() const override;
@@ -140,9 +145,14 @@ private:
   struct Rank;
   struct StepMode;
   explicit CudaBackend(const plan::LoadedPlan &plan);
-  Status checkBatch(const engine::StepBatch &batch) const;
-  /// submitStep, for logits or (with `temperatures`) for candidates.
-  Result<uint64_t> submit(const engine::StepBatch &batch, const float *temperatures);
+  Status checkBatch(const engine::StepBatch &batch,
+                    plan::Program program = plan::Program::Target) const;
+  /// runStep and runDraftStep: one step of `program`, submitted and finished.
+  Status run(const engine::StepBatch &batch, std::span<float> logits, plan::Program program);
+  /// submitStep, for logits or (with `temperatures`) for candidates, of the
+  /// target's program or the draft program.
+  Result<uint64_t> submit(const engine::StepBatch &batch, const float *temperatures,
+                          plan::Program program = plan::Program::Target);
   /// Stages, uploads and enqueues `rank`'s part of a step. A capture that
   /// fails is not an error: the step runs with direct launches and
   /// `captureError` says why.

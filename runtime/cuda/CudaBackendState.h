@@ -66,6 +66,9 @@ struct CudaBackend::Shared {
   /// next step is submitted.
   bool rowsKept = false;
   uint32_t rowsSeqs = 0;
+  /// Hidden rows the last submitted step leaves (plans with a draft
+  /// program): a draft step reads only these.
+  int32_t hiddenRowsLeft = 0;
 
   /// Rank r > 0 enqueues its part of every step on thread r.
   std::unique_ptr<RankThreads> rankThreads;
@@ -127,6 +130,9 @@ struct CudaBackend::StepMode {
   size_t graphIndex = 0;
   /// The staging buffers used (ticket % kStagingSlots).
   uint32_t slot = 0;
+  /// The target's program, or (runDraftStep) the draft program: always
+  /// direct launches.
+  plan::Program program = plan::Program::Target;
 };
 
 /// One rank's device, memory, kernels, staging and graphs.
@@ -141,6 +147,8 @@ struct CudaBackend::Rank {
   CUcontext context = nullptr;
   CUstream stream = nullptr;
   CUdeviceptr weights = 0, arena = 0, caches = 0, logits = 0, gather = 0;
+  /// The hidden rows of a plan with a draft program (StepOutput.Hidden).
+  CUdeviceptr hidden = 0;
   /// Rank 0 of a plan with a sampler: temperatures in, candidates out
   /// (Shared::candidates' layout).
   CUdeviceptr candidates = 0;
@@ -182,6 +190,7 @@ struct CudaBackend::Rank {
     v.caches = caches;
     v.logits = logits;
     v.gather = gather;
+    v.hidden = hidden;
     v.inputs = inputs;
     v.functions = functions;
     return v;

@@ -21,18 +21,34 @@
 
 namespace volt::cuda {
 
-Status CudaBackend::checkBatch(const engine::StepBatch &batch) const {
-  return plan::checkStep(plan_.plan(), batch);
+Status CudaBackend::checkBatch(const engine::StepBatch &batch, plan::Program program) const {
+  VOLT_RETURN_IF_ERROR(plan::checkStep(plan_.plan(), batch, program));
+  // A draft step starts from rows the last step wrote.
+  for (int32_t row : batch.hiddenRows)
+    if (row >= shared_->hiddenRowsLeft)
+      return Error("hidden row " + std::to_string(row) + ": the last step left " +
+                   std::to_string(shared_->hiddenRowsLeft) + " rows");
+  return Status::success();
 }
 
+bool CudaBackend::hasDraftProgram() const { return plan::hasDraftProgram(plan_.plan()); }
+
+Status CudaBackend::runDraftStep(const engine::StepBatch &batch, std::span<float> logits) {
+  return run(batch, logits, plan::Program::Draft);
+}
 Status CudaBackend::runStep(const engine::StepBatch &batch, std::span<float> logits) {
+  return run(batch, logits, plan::Program::Target);
+}
+
+Status CudaBackend::run(const engine::StepBatch &batch, std::span<float> logits,
+                        plan::Program program) {
   VOLT_RETURN_IF_ERROR(shared_->usable());
   if (!shared_->inFlight.empty())
     return Error("a step submitted with submitStep is still in flight; finish it first");
   if (batch.numSeqs >= 1 && logits.size() != static_cast<size_t>(batch.numRows()) * shared_->vocab)
     return Error("logits buffer of " + std::to_string(logits.size()) + " floats for " +
                  std::to_string(batch.numRows()) + " rows x " + std::to_string(shared_->vocab));
-  VOLT_ASSIGN_OR_RETURN(uint64_t ticket, submitStep(batch));
+  VOLT_ASSIGN_OR_RETURN(uint64_t ticket, submit(batch, nullptr, program));
   return finishStep(ticket, logits);
 }
 
@@ -40,13 +56,14 @@ Result<uint64_t> CudaBackend::submitStep(const engine::StepBatch &batch) {
   return submit(batch, nullptr);
 }
 
-Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float *temperatures) {
+Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float *temperatures,
+                                     plan::Program program) {
   Shared &shared = *shared_;
   VOLT_RETURN_IF_ERROR(shared.usable());
   if (shared.inFlight.size() >= kStagingSlots)
     return Error(std::to_string(kStagingSlots) +
                  " steps are in flight; finish the oldest before submitting another");
-  VOLT_RETURN_IF_ERROR(checkBatch(batch));
+  VOLT_RETURN_IF_ERROR(checkBatch(batch, program));
   // This step's kernels overwrite the logits fetchRows would read.
   shared.rowsKept = false;
 
@@ -54,8 +71,11 @@ Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float
   const uint64_t ticket = shared.nextTicket;
   mode.slot = static_cast<uint32_t>(ticket % kStagingSlots);
   mode.candidates = temperatures != nullptr;
-  const uint32_t bucket =
-      isDecodeStep(batch) ? bucketFor(shared.buckets, static_cast<uint32_t>(batch.numTokens)) : 0;
+  mode.program = program;
+  // Draft steps run with direct launches (their graphs would be another set).
+  const uint32_t bucket = isDecodeStep(batch) && program == plan::Program::Target
+                              ? bucketFor(shared.buckets, static_cast<uint32_t>(batch.numTokens))
+                              : 0;
   if (bucket) {
     mode.bucket = bucket;
     mode.bucketIndex =
@@ -109,6 +129,8 @@ Result<uint64_t> CudaBackend::submit(const engine::StepBatch &batch, const float
                          shared.bucketStates[mode.graphIndex] == BucketState::Captured);
   ++(graphRan ? shared.stats.graphSteps : shared.stats.directSteps);
   shared.inFlight.push_back({ticket, static_cast<uint32_t>(batch.numRows()), mode.candidates});
+  if (plan::hasDraftProgram(plan_.plan()))
+    shared.hiddenRowsLeft = batch.numTokens;
   ++shared.nextTicket;
   return ticket;
 }
@@ -158,7 +180,7 @@ Status CudaBackend::submitRank(Rank &rs, const engine::StepBatch &batch, const f
     VOLT_ASSIGN_OR_RETURN(auto actions,
                           buildStep(rs.view(ranks), static_cast<uint32_t>(batch.numTokens),
                                     static_cast<uint32_t>(batch.numSeqs),
-                                    static_cast<uint32_t>(batch.numRows())));
+                                    static_cast<uint32_t>(batch.numRows()), mode.program));
     if (sampler)
       actions.push_back(samplerAction(rs, samplerSeqs));
     VOLT_RETURN_IF_ERROR(issueActions(target, actions));

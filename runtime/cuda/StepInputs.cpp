@@ -10,7 +10,7 @@ InputLayout InputLayout::forLimits(uint64_t maxTokens, uint64_t maxSeqs, uint64_
                                    uint64_t maxRows) {
   InputLayout l;
   l.capacity = {maxTokens, maxTokens, maxTokens, maxSeqs + 1, maxSeqs, maxSeqs * maxBlocksPerSeq,
-                std::max(maxRows, maxSeqs), maxSeqs, maxTokens};
+                std::max(maxRows, maxSeqs), maxSeqs, maxTokens, maxTokens};
   uint64_t at = 0;
   for (size_t i = 0; i < kStepInputCount; ++i) {
     l.offset[i] = at;
@@ -50,7 +50,7 @@ std::array<uint64_t, kStepInputCount> stageInputs(const engine::StepBatch &batch
   const std::span<const int32_t> arrays[kStepInputCount] = {
       batch.tokens,      batch.positions,   batch.slotMapping, batch.seqStarts,
       batch.contextLens, batch.blockTables, batch.logitsRows,  batch.stateSlots,
-      batch.stateSnapshots};
+      batch.stateSnapshots, batch.hiddenRows};
   std::array<uint64_t, kStepInputCount> counts{};
   for (size_t i = 0; i < kStepInputCount; ++i) {
     std::memcpy(staging + layout.offset[i] / sizeof(int32_t), arrays[i].data(),
@@ -82,8 +82,9 @@ std::array<uint64_t, kStepInputCount> stageInputs(const engine::StepBatch &batch
   }
   // A plan without state reads no state slots, and the step may have none.
   const uint64_t stateSlots = batch.stateSlots.empty() ? 0 : padTo;
-  counts = {padTo, padTo,      padTo, uint64_t{padTo} + 1, padTo, uint64_t{padTo} * width,
-            padTo, stateSlots, stateSlots};
+  // Padded steps are target decode steps: they carry no hidden rows.
+  counts = {padTo, padTo,      padTo,      uint64_t{padTo} + 1, padTo, uint64_t{padTo} * width,
+            padTo, stateSlots, stateSlots, 0};
   return counts;
 }
 

@@ -27,8 +27,8 @@
 
 namespace volt::cuda {
 
-/// The number of StepInput arrays (plan.fbs: Tokens .. StateSnapshots).
-inline constexpr size_t kStepInputCount = 9;
+/// The number of StepInput arrays (plan.fbs: Tokens .. HiddenRows).
+inline constexpr size_t kStepInputCount = 10;
 
 /// Where each StepInput array sits in the device allocation and in its
 /// pinned host staging (the same offsets), and how many elements it holds.

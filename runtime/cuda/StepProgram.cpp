@@ -16,7 +16,7 @@ using plan::OpKind;
 } // namespace
 
 Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs,
-                                          uint32_t logitsRows) {
+                                          uint32_t logitsRows, plan::Program program) {
   const plan::Rank *pr = rank.plan;
   // Where an operand lies (plan::operandPlace): the region's device address
   // plus its offset.
@@ -37,7 +37,9 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
       // The workspace follows the arena in the same allocation.
       return rank.arena + pr->arena_bytes() + place.offset;
     case plan::Region::Hidden:
-      break;
+      if (!rank.hidden)
+        break;
+      return rank.hidden;
     }
     return Error("internal error: an operand of an unknown region");
   };
@@ -47,7 +49,9 @@ Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens,
   auto dtype = [&](const plan::Operand *o) { return plan::operandDtype(*pr, *o); };
 
   std::vector<StepAction> actions;
-  for (const plan::Op *op : *pr->ops()) {
+  const auto [firstOp, lastOp] = plan::programOps(*pr, program);
+  for (uint32_t opIndex = firstOp; opIndex < lastOp; ++opIndex) {
+    const plan::Op *op = pr->ops()->Get(opIndex);
     StepAction a;
     a.op = op->name() ? op->name()->str() : "?";
     const plan::Operand *first = op->operands()->Get(0);

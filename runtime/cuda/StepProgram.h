@@ -21,6 +21,7 @@
 #include "runtime/cuda/CudaDriver.h"
 #include "runtime/cuda/Nccl.h"
 #include "runtime/cuda/StepInputs.h"
+#include "runtime/plan/StepOperands.h"
 #include "runtime/schema/PlanFormat.h"
 #include "runtime/support/Status.h"
 
@@ -39,6 +40,8 @@ struct RankView {
   /// The rank's weights, arena (+ workspace), cache region (Rank.caches),
   /// logits and all-gather staging.
   CUdeviceptr weights = 0, arena = 0, caches = 0, logits = 0, gather = 0;
+  /// The hidden rows a draft program reads (StepOutput.Hidden; 0 without one).
+  CUdeviceptr hidden = 0;
   std::array<CUdeviceptr, kStepInputCount> inputs{};
   /// The loaded function of each plan kernel.
   std::span<const CUfunction> functions;
@@ -69,7 +72,8 @@ struct StepAction {
 /// `logitsRows` logits rows (seqs, or more in a speculative verify step).
 /// Launches whose grid is empty at that size are left out.
 Result<std::vector<StepAction>> buildStep(const RankView &rank, uint32_t tokens, uint32_t seqs,
-                                          uint32_t logitsRows);
+                                          uint32_t logitsRows,
+                                          plan::Program program = plan::Program::Target);
 
 /// Where a rank's actions are issued.
 struct StreamTarget {

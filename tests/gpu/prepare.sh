@@ -16,9 +16,9 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/lib-fallback" "$out/kernels" "$out/plans"
 
 cmake --build "$build" --target gpu_kernels_test gpu_e2e_test gpu_bench volt-serve volt-bench \
-  voltc volt-mkmodel -j2
+  volt-run voltc volt-mkmodel -j2
 cp "$build/bin/gpu_kernels_test" "$build/bin/gpu_e2e_test" "$build/bin/gpu_bench" \
-  "$build/bin/volt-serve" "$build/bin/volt-bench" "$out/bin/"
+  "$build/bin/volt-serve" "$build/bin/volt-bench" "$build/bin/volt-run" "$out/bin/"
 # Libraries the GPU machine may lack, except the C library itself, in lib/.
 # The C++ runtime goes to lib-fallback/ instead, which run.sh uses only when
 # the programs do not start with the machine's own: this machine's
@@ -49,6 +49,23 @@ for family in qwen3-moe qwen2-moe qwen3; do
     VOLT_KERNEL_CACHE="$out/kernels" "$build/bin/voltc" compile "$work/$family/$target.yaml" \
       -o "$dir/plan.vplan" > /dev/null
   done
+done
+
+# MTP drafts (tests/bench/speculative/mtp.sh's model): a Qwen3.5-MoE whose
+# MTP head agrees with the target without training (agreeing_mtp.py),
+# compiled for a V100 without speculative decoding and with method mtp at
+# k = 3, for volt-run.
+mtp="$work/mtp"
+"$build/bin/volt-mkmodel" --family qwen3.5-moe --format bf16 --layers 16 --hidden 256 \
+  -o "$mtp/model" > /dev/null
+python3 "$root/tests/bench/speculative/agreeing_mtp.py" "$mtp/model"
+for k in 0 3; do
+  mkdir -p "$out/mtp/k$k"
+  printf 'model: %s\ntarget: v100-sxm2-32gb\nmax_num_seqs: 4\nmax_num_batched_tokens: 64\nmax_model_len: 512\n' \
+    "$mtp/model" > "$mtp/k$k.yaml"
+  [ "$k" = 0 ] || printf 'speculative: {method: mtp, num_speculative_tokens: %s}\n' "$k" >> "$mtp/k$k.yaml"
+  VOLT_KERNEL_CACHE="$out/kernels" "$build/bin/voltc" compile "$mtp/k$k.yaml" \
+    -o "$out/mtp/k$k/plan.vplan" > /dev/null
 done
 
 # End-to-end serving: Qwen3-30B-A3B (volt-mkmodel's preset, its 16.85 GiB of

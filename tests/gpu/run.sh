@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every GPU check from a bundle made by prepare.sh, writing the logs
-# and the benchmark tables to RESULTS (default: ./results). Budget: under 8
-# minutes on one GPU (180 + 90 + 60 + 140 s limits); each step has its own.
+# and the benchmark tables to RESULTS (default: ./results). Budget: under 9
+# minutes on one GPU (180 + 90 + 60 + 140 s limits, and 6 runs of at most
+# 10 s for the MTP comparison); each step has its own.
 # A skipped test counts as a failure here: on the lent machine a skip means
 # the GPU could not be used, which is what the run is for.
 #
@@ -112,6 +113,31 @@ serve_bench() {
 }
 serve_bench 140
 
+# MTP drafts on the GPU (tests/bench/speculative/mtp.sh's comparison):
+# volt-run on the bundle's agreeing model without and with its MTP head,
+# greedy, 200 tokens, best of 3 each; the token ids must agree.
+mtp_bench() {
+  local md="$results/mtp-bench.md" k best ids first="" rate out
+  echo "# MTP drafts, Qwen3.5-MoE 16 x 256 (agreeing head), greedy, 200 tokens" > "$md"
+  printf '\n| plan | decode tok/s | speculative |\n|---|---|---|\n' >> "$md"
+  for k in 0 3; do
+    best=0
+    for _ in 1 2 3; do
+      out=$(timeout -k 2 10 "$here/bin/volt-run" --backend cuda --prompt-ids 5,6,7,8,9,10,11,12,13,14,15 \
+              --max-tokens 200 --ignore-eos --temperature 0 --print-ids "$here/mtp/k$k/plan.vplan" \
+              2> "$results/mtp-k$k.log" | tr -d '\000') || { status=1; echo "k = $k: volt-run failed (mtp-k$k.log)" >> "$md"; return; }
+      rate=$(sed -n 's/.* \([0-9.]*\) tokens\/s after it.*/\1/p' "$results/mtp-k$k.log")
+      ids=$(grep '^ids:' <<< "$out")
+      best=$(awk -v a="$best" -v b="$rate" 'BEGIN { print (b > a) ? b : a }')
+    done
+    if [ -z "$first" ]; then first=$ids; elif [ "$ids" != "$first" ]; then
+      echo "k = $k: the token ids differ from the plan without drafts" >> "$md"; status=1; fi
+    printf '| k = %s | %s | %s |\n' "$k" "$best" \
+      "$(sed -n 's/^volt-run: speculative: //p' "$results/mtp-k$k.log")" >> "$md"
+  done
+}
+mtp_bench
+
 tail -n 3 "$results/kernels.log" "$results/e2e.log"
-cat "$results/bench.md" "$results/serve-bench.md"
+cat "$results/bench.md" "$results/serve-bench.md" "$results/mtp-bench.md"
 exit $status

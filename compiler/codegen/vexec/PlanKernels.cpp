@@ -35,8 +35,8 @@ struct Operands {
   SmallVector<vx::LaunchOp> launches;
 };
 
-Result<Operands> collect(func::FuncOp step) {
-  VOLT_ASSIGN_OR_RETURN(vx::StepProgram program, vx::collectStep(step));
+Result<Operands> collect(func::FuncOp step, func::FuncOp draft) {
+  VOLT_ASSIGN_OR_RETURN(vx::StepProgram program, vx::collectStep(step, draft));
   Operands o;
   o.launches = program.launches;
   for (auto &[value, operand] : program.operands) {
@@ -44,8 +44,11 @@ Result<Operands> collect(func::FuncOp step) {
     info.kind = static_cast<OperandKind>(operand.kind());
     info.index = operand.index();
     if (info.kind == OperandKind::Output) {
-      info.f32 = true;
-      info.perRow = true;
+      // The logits: f32, one row per logits row; the hidden rows: FP16,
+      // one per token.
+      const bool logits = info.index == static_cast<uint32_t>(plan::StepOutput::Logits);
+      info.f32 = logits;
+      info.perRow = logits;
     } else if (auto w = value.getDefiningOp<vx::WeightOp>()) {
       info.shape.assign(w.getShape().begin(), w.getShape().end());
       for (int64_t rows : w.getPartRows())
@@ -133,7 +136,9 @@ Result<PlanKernels> PlanKernels::build(ModuleOp module, uint32_t ranks,
   if (!step || !memory)
     return Error("internal error: the module has no planned step program");
   VOLT_ASSIGN_OR_RETURN(TargetInfo target, targetInfoOf(module));
-  VOLT_ASSIGN_OR_RETURN(Operands operands, collect(step));
+  // The target's launches, then the draft program's (Rank.draft_ops_begin).
+  VOLT_ASSIGN_OR_RETURN(Operands operands,
+                        collect(step, module.lookupSymbol<func::FuncOp>("draft")));
   ProgramInfo program;
   program.kvBlocks = static_cast<uint32_t>(intOf(memory, "kv_blocks"));
   program.kvBlockSize = static_cast<uint32_t>(intOf(memory, "kv_block_size"));

@@ -174,6 +174,19 @@ EngineRun runEngine(const plan::LoadedPlan &plan, const std::vector<std::vector<
   return run;
 }
 
+/// Six prompts of mixed lengths, one longer than a step's token budget,
+/// each repeating a short phrase (so that prompt lookup finds drafts).
+std::vector<std::vector<int32_t>> repeatingPrompts(int32_t vocab) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t length : {90, 9, 30, 14, 45, 21}) {
+    std::vector<int32_t> p;
+    for (int32_t i = 0; i < length; ++i)
+      p.push_back((5 + 13 * (i % (3 + length % 4)) + length) % (vocab - 3));
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
 TEST(StateModel, EngineMatchesTheReferenceAndEachRequestAlone) {
   for (int tp : {1, 2}) {
     SCOPED_TRACE("tp " + std::to_string(tp));
@@ -337,13 +350,7 @@ TEST(StateModel, SpeculativeDecodingRollsRejectedDraftsBack) {
     const int32_t vocab = static_cast<int32_t>((*plainPlan)->plan().model()->vocab_size());
     // Prompts that repeat a short phrase (so that lookups find drafts),
     // one longer than a step's budget; a KV cache small enough to preempt.
-    std::vector<std::vector<int32_t>> prompts;
-    for (int32_t length : {90, 9, 30, 14, 45, 21}) {
-      std::vector<int32_t> p;
-      for (int32_t i = 0; i < length; ++i)
-        p.push_back((5 + 13 * (i % (3 + length % 4)) + length) % (vocab - 3));
-      prompts.push_back(p);
-    }
+    const std::vector<std::vector<int32_t>> prompts = repeatingPrompts(vocab);
     ReferenceEma reference;
     const bool ema = std::string(family) == "toy-ema";
     const EngineRun want = runEngine(**plainPlan, prompts, 32, 0, nullptr);
@@ -361,6 +368,44 @@ TEST(StateModel, SpeculativeDecodingRollsRejectedDraftsBack) {
       EXPECT_EQ(reference.mismatches, 0u);
       EXPECT_GT(reference.copiedTokens, 0u);
     }
+  }
+}
+
+} // namespace
+} // namespace volt
+
+namespace volt {
+namespace {
+
+// MTP drafts on the cpu backend (Qwen3.5-MoE: Gated DeltaNet layers with
+// state slots, gated attention, and the checkpoint's MTP head as a draft
+// program): greedy outputs equal the plan's without drafts at k = 1, 3, 7,
+// for a batch of mixed lengths with chunked prefill and a preemption.
+TEST(StateModel, MtpDraftsKeepGreedyOutputs) {
+  testing::PlanRequest plain = toyRequest(1);
+  plain.family = "qwen3.5-moe";
+  auto plainPlan = plan::LoadedPlan::load(testing::compilePlan(plain));
+  ASSERT_TRUE(plainPlan.ok()) << plainPlan.message();
+  const int32_t vocab = static_cast<int32_t>((*plainPlan)->plan().model()->vocab_size());
+  const std::vector<std::vector<int32_t>> prompts = repeatingPrompts(vocab);
+  const EngineRun want = runEngine(**plainPlan, prompts, 24, 0, nullptr);
+  for (int k : {1, 3, 7}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    testing::PlanRequest spec = plain;
+    spec.extra += "speculative: {method: mtp, num_speculative_tokens: " + std::to_string(k) + "}\n";
+    auto specPlan = plan::LoadedPlan::load(testing::compilePlan(spec));
+    ASSERT_TRUE(specPlan.ok()) << specPlan.message();
+    ASSERT_TRUE(plan::hasDraftProgram((*specPlan)->plan()));
+    const EngineRun got = runEngine(**specPlan, prompts, 24, 12, nullptr);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i));
+      ASSERT_EQ(got.tokens[i].size(), 24u);
+      EXPECT_EQ(got.tokens[i], want.tokens[i]);
+    }
+    const engine::SpecDecodeStats &st = got.stats.specDecode;
+    EXPECT_GT(st.numDrafts, 0u);
+    EXPECT_GT(st.numDraftSteps, st.numDrafts / uint64_t(kMaxNumSeqs));
+    EXPECT_GT(got.stats.numPreemptions, 0u) << "the test needs a preemption";
   }
 }
 

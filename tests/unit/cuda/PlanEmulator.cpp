@@ -101,6 +101,8 @@ uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64
   case OperandKind::Workspace:
     return rest(r->workspace_bytes() - a.index);
   case OperandKind::Output:
+    if (a.index == static_cast<uint32_t>(plan::StepOutput::Hidden))
+      return tokens > 0 ? T * plan_.plan().model()->hidden_size() * 2 : 2;
     return rows > 0 ? R * vocab_ * 4 : 4;
   case OperandKind::Input:
     switch (static_cast<plan::StepInput>(a.index)) {
@@ -108,6 +110,7 @@ uint64_t PlanEmulator::extent(uint32_t rank, const Arg &a, int64_t tokens, int64
     case plan::StepInput::Positions:
     case plan::StepInput::SlotMapping:
     case plan::StepInput::StateSnapshots:
+    case plan::StepInput::HiddenRows:
       return tokens > 0 ? T * 4 : 4;
     case plan::StepInput::LogitsRows:
       return rows > 0 ? R * 4 : 4;
@@ -140,17 +143,35 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
     return ops.Get(static_cast<flatbuffers::uoffset_t>(i))->launches() &&
            ops.Get(static_cast<flatbuffers::uoffset_t>(i))->launches()->size() > 0;
   };
-  size_t index = rs.nextOp;
-  for (size_t tries = 0; tries < ops.size() && (index >= ops.size() || !launching(index)); ++tries)
-    index = index + 1 >= ops.size() ? 0 : index + 1;
-  if (index >= ops.size())
-    index = 0;
+  auto nextLaunching = [&](size_t index) {
+    for (size_t tries = 0; tries < ops.size() && (index >= ops.size() || !launching(index));
+         ++tries)
+      index = index + 1 >= ops.size() ? 0 : index + 1;
+    return index >= ops.size() ? size_t{0} : index;
+  };
+  auto launchOf = [&](size_t index) -> const plan::Launch * {
+    const plan::Op *o = ops.Get(static_cast<flatbuffers::uoffset_t>(index));
+    const plan::Launch *found = nullptr;
+    if (o->launches())
+      for (const plan::Launch *l : *o->launches())
+        if (static_cast<int>(l->kernel()) == launch.module)
+          found = l;
+    return found;
+  };
+  size_t index = nextLaunching(rs.nextOp);
+  const plan::Launch *chosen = launchOf(index);
+  // With a draft program, a step of either program may follow one that
+  // ended: the target's ops [0, draft_ops_begin), the draft's after them.
+  const size_t draftBegin = pr->draft_ops_begin();
+  if (!chosen && draftBegin > 0 &&
+      (rs.nextOp == 0 || rs.nextOp == draftBegin || rs.nextOp >= ops.size())) {
+    const size_t other = nextLaunching(rs.nextOp == draftBegin ? 0 : draftBegin);
+    if (const plan::Launch *l = launchOf(other)) {
+      index = other;
+      chosen = l;
+    }
+  }
   const plan::Op *op = ops.Get(static_cast<flatbuffers::uoffset_t>(index));
-  const plan::Launch *chosen = nullptr;
-  if (op->launches())
-    for (const plan::Launch *l : *op->launches())
-      if (static_cast<int>(l->kernel()) == launch.module)
-        chosen = l;
   ASSERT_TRUE(chosen) << "device " << launch.device << ": a launch of " << launch.kernel
                       << " (module " << launch.module << ") runs where op " << index << " '"
                       << describe(*op) << "' comes next";
@@ -214,6 +235,7 @@ void PlanEmulator::onLaunch(const FakeLaunch &launch) {
       group = a.index; // an array each
       break;
     case OperandKind::Output:
+      group = a.index; // the logits and the hidden rows: a buffer each
       break;
     }
     const auto key = std::make_pair(kind, group);

@@ -687,6 +687,119 @@ TEST_P(CudaSimtVerifySteps, EngineOutputsAreThoseWithoutDrafts) {
               static_cast<unsigned long long>(spec.spec.numDraftTokens));
 }
 
+// The MTP draft program on the emulated GPU: after a prefill, a catch-up
+// draft step over the prompt's positions and a chained step give the cpu
+// backend's draft logits within the end-to-end bound; and the engine
+// drafting with it gives every greedy request the tokens the plan gives
+// without drafts (up to a near tie, as above).
+TEST(CudaSimtMtp, DraftStepsMatchTheCpuBackendAndTheEngineTheTokensWithoutDrafts) {
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  ASSERT_TRUE(hostKernelsUnavailable().empty()) << hostKernelsUnavailable();
+  const SimModel &m = simModels().back();
+  ASSERT_EQ(m.name, "qwen3.5-moe-bf16-tp1-mtp");
+  auto loaded = loadSimPlan(m);
+  ASSERT_NE(loaded, nullptr);
+  const plan::Plan &p = loaded->plan();
+  ASSERT_TRUE(plan::hasDraftProgram(p));
+  const int32_t vocab = static_cast<int32_t>(p.model()->vocab_size());
+  const int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
+  {
+  auto rig = SimRig::create(*loaded, m.tensorParallelSize);
+  ASSERT_NE(rig, nullptr);
+  engine::StepBackend *backends[] = {rig->gpu.get(), rig->cpu.get()};
+
+  // One sequence of 24 prompt tokens at positions and slots 0..23.
+  const int32_t n = 24;
+  engine::StepBuffers prefill;
+  for (int32_t t = 0; t < n; ++t)
+    prefill.tokens.push_back((7 + 31 * t) % vocab);
+  prefill.positions.resize(size_t(n));
+  std::iota(prefill.positions.begin(), prefill.positions.end(), 0);
+  prefill.slotMapping = prefill.positions;
+  prefill.maxBlocksPerSeq = width;
+  prefill.blockTables.resize(size_t(width));
+  std::iota(prefill.blockTables.begin(), prefill.blockTables.end(), 0);
+  prefill.seqStarts = {0, n};
+  prefill.contextLens = {n};
+  prefill.logitsRows = {n - 1};
+  prefill.stateSlots = {0};
+  // The catch-up: position t paired with token t + 1 (a next token at the
+  // end), rows 0..7 of the 24 (max_logits_rows is 16).
+  engine::StepBuffers catchUp = prefill;
+  catchUp.tokens.erase(catchUp.tokens.begin());
+  catchUp.tokens.push_back(3);
+  catchUp.hiddenRows = catchUp.positions;
+  catchUp.stateSlots.clear();
+  catchUp.logitsRows = {0, 3, 9, 16, 23};
+  // A chained step at position n from the catch-up's last row.
+  engine::StepBuffers chain = catchUp;
+  chain.tokens = {11};
+  chain.positions = {n};
+  chain.slotMapping = {n};
+  chain.seqStarts = {0, 1};
+  chain.contextLens = {n + 1};
+  chain.logitsRows = {0};
+  chain.hiddenRows = {n - 1};
+  std::vector<float> logits[2][3];
+  for (int b = 0; b < 2; ++b) {
+    logits[b][0].resize(size_t(vocab));
+    logits[b][1].resize(catchUp.logitsRows.size() * size_t(vocab));
+    logits[b][2].resize(size_t(vocab));
+    Status s = backends[b]->runStep(prefill.view(), logits[b][0]);
+    ASSERT_TRUE(s.ok()) << s.message();
+    s = backends[b]->runDraftStep(catchUp.view(), logits[b][1]);
+    ASSERT_TRUE(s.ok()) << s.message();
+    s = backends[b]->runDraftStep(chain.view(), logits[b][2]);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  for (int step = 0; step < 3; ++step)
+    for (size_t r = 0; r * size_t(vocab) < logits[1][step].size(); ++r) {
+      auto gpuRow = std::span(logits[0][step]).subspan(r * size_t(vocab), size_t(vocab));
+      auto cpuRow = std::span(logits[1][step]).subspan(r * size_t(vocab), size_t(vocab));
+      const testing::RowComparison c = testing::compareRow(cpuRow, gpuRow);
+      EXPECT_LE(c.diff, c.bound) << "step " << step << " row " << r;
+    }
+  // A draft step starting from rows the last step did not leave is refused.
+  engine::StepBuffers beyond = chain;
+  beyond.hiddenRows = {1};
+  std::vector<float> row(static_cast<size_t>(vocab));
+  EXPECT_NE(rig->gpu->runDraftStep(beyond.view(), row).message().find("the last step left 1"),
+            std::string::npos);
+  EXPECT_EQ(rig->device.skipped, 0u);
+  }
+
+  std::vector<std::vector<int32_t>> prompts;
+  for (int32_t length : {21, 9, 30}) {
+    std::vector<int32_t> prompt;
+    for (int32_t i = 0; i < length; ++i)
+      prompt.push_back((5 + 13 * (i % (3 + length % 4)) + length) % vocab);
+    prompts.push_back(prompt);
+  }
+  const GpuEngineRun plain = runGpuEngine(*loaded, m.tensorParallelSize, 0, prompts, 32);
+  const GpuEngineRun spec = runGpuEngine(*loaded, m.tensorParallelSize, 3, prompts, 32);
+  ASSERT_EQ(spec.tokens.size(), prompts.size());
+  size_t matched = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(spec.tokens[i].size(), 32u);
+    matched += size_t(std::mismatch(spec.tokens[i].begin(), spec.tokens[i].end(),
+                                    plain.tokens[i].begin())
+                          .first -
+                      spec.tokens[i].begin());
+  }
+  EXPECT_GE(matched * 4, prompts.size() * 32 * 3) << "too few tokens the same";
+  EXPECT_GT(spec.spec.numDrafts, 0u);
+  EXPECT_GT(spec.spec.numDraftSteps, 0u);
+  // Drafts after the first come from chained draft steps.
+  EXPECT_GT(spec.spec.numDraftTokens, spec.spec.numDrafts);
+  std::printf("%s: %zu of %zu tokens as without drafts; %llu verify rounds, %llu draft steps, "
+              "%llu of %llu draft tokens accepted\n",
+              m.name.c_str(), matched, prompts.size() * 32,
+              static_cast<unsigned long long>(spec.spec.numDrafts),
+              static_cast<unsigned long long>(spec.spec.numDraftSteps),
+              static_cast<unsigned long long>(spec.spec.numAcceptedTokens),
+              static_cast<unsigned long long>(spec.spec.numDraftTokens));
+}
+
 std::vector<SimModel> verifyModels() {
   const std::string spec = "speculative: {method: ngram, num_speculative_tokens: 3}\n";
   return {{"qwen3-moe-nvfp4-tp1-spec", "qwen3-moe", mkmodel::Format::ModelOpt, 1, spec},

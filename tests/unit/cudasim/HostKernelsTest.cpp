@@ -70,26 +70,16 @@ TEST(SimtHostKernels, RefusesABufferOfAnotherSize) {
 
 // Every kernel of the registry runs in one of the host-emulated GPU plans
 // (SimModels.h), against the cpu backend: the generated instance table
-// holds at least one instance of each. Except the MTP draft program's
-// (gather_hidden, concat): GPU targets refuse speculative method mtp until
-// the cuda backend runs draft steps, so no GPU plan has them; SimtOps
-// checks them against the cpu ops, and tests/gpu on a GPU.
+// holds at least one instance of each.
 TEST(SimtHostKernels, EveryKernelOfTheRegistryRunsInTheEmulatedPlans) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
   ASSERT_TRUE(hostKernelsUnavailable().empty()) << hostKernelsUnavailable();
   std::set<std::string> instances;
   for (const HostKernel &k : hostKernels())
     instances.insert(k.name);
-  const std::set<std::string> draftOnly = {"gather_hidden", "concat"};
-  for (const codegen::KernelDef &k : codegen::allKernels()) {
-    if (draftOnly.count(std::string(k.name))) {
-      EXPECT_FALSE(instances.count(std::string(k.name)))
-          << k.name << " runs in an emulated plan now: drop it from draftOnly";
-      continue;
-    }
+  for (const codegen::KernelDef &k : codegen::allKernels())
     EXPECT_TRUE(instances.count(std::string(k.name)))
         << k.name << " runs in none of the plans of SimModels.h";
-  }
 }
 
 } // namespace

@@ -70,6 +70,10 @@ inline const std::vector<SimModel> &simModels() {
       // NVIDIA's Qwen3.6 NVFP4 layout: FP8 attention and linear-attention
       // projections (held in FP16), NVFP4 experts, shared expert and lm_head.
       {"qwen3.5-moe-mixed-tp2", "qwen3.5-moe", mkmodel::Format::ModelOptMixed, 2},
+      // With its MTP head as a draft program (GatherHidden, Concat, the
+      // head's layer as one more KV layer).
+      {"qwen3.5-moe-bf16-tp1-mtp", "qwen3.5-moe", mkmodel::Format::BF16, 1,
+       "speculative: {method: mtp, num_speculative_tokens: 3}\n"},
   };
   return models;
 }

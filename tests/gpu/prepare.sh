@@ -56,7 +56,7 @@ done
 # compiled for a V100 without speculative decoding and with method mtp at
 # k = 3, for volt-run.
 mtp="$work/mtp"
-"$build/bin/volt-mkmodel" --family qwen3.5-moe --format bf16 --layers 16 --hidden 256 \
+"$build/bin/volt-mkmodel" --family qwen3.5-moe --format bf16 --layers 16 --hidden 128 \
   -o "$mtp/model" > /dev/null
 python3 "$root/tests/bench/speculative/agreeing_mtp.py" "$mtp/model"
 for k in 0 3; do
@@ -108,6 +108,9 @@ rm -rf "$serve"
 # carries.
 tar -czf "$out/lib.tar.gz" -C "$out" lib lib-fallback
 rm -rf "$out/lib" "$out/lib-fallback"
+# The MTP plans too: the agreeing model's zeroed projections compress.
+tar -czf "$out/mtp.tar.gz" -C "$out" mtp
+rm -rf "$out/mtp"
 cp "$root/tests/gpu/run.sh" "$out/"
 size=$(du -sm "$out" | cut -f1)
 echo "bundle: $out, ${size} MiB"

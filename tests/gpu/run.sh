@@ -16,6 +16,7 @@ mkdir -p "$results"
 libs=$(mktemp -d)
 trap 'rm -rf "$libs"' EXIT
 tar -xzf "$here/lib.tar.gz" -C "$libs"
+tar -xzf "$here/mtp.tar.gz" -C "$libs"
 export LD_LIBRARY_PATH="$libs/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export VOLT_GPU_KERNELS="$here/kernels" VOLT_GPU_PLANS="$here/plans"
 # One JIT cache for the three programs: the driver compiles each kernel's
@@ -118,13 +119,13 @@ serve_bench 140
 # greedy, 200 tokens, best of 3 each; the token ids must agree.
 mtp_bench() {
   local md="$results/mtp-bench.md" k best ids first="" rate out
-  echo "# MTP drafts, Qwen3.5-MoE 16 x 256 (agreeing head), greedy, 200 tokens" > "$md"
+  echo "# MTP drafts, Qwen3.5-MoE 16 x 128 (agreeing head), greedy, 200 tokens" > "$md"
   printf '\n| plan | decode tok/s | speculative |\n|---|---|---|\n' >> "$md"
   for k in 0 3; do
     best=0
     for _ in 1 2 3; do
       out=$(timeout -k 2 10 "$here/bin/volt-run" --backend cuda --prompt-ids 5,6,7,8,9,10,11,12,13,14,15 \
-              --max-tokens 200 --ignore-eos --temperature 0 --print-ids "$here/mtp/k$k/plan.vplan" \
+              --max-tokens 200 --ignore-eos --temperature 0 --print-ids "$libs/mtp/k$k/plan.vplan" \
               2> "$results/mtp-k$k.log" | tr -d '\000') || { status=1; echo "k = $k: volt-run failed (mtp-k$k.log)" >> "$md"; return; }
       rate=$(sed -n 's/.* \([0-9.]*\) tokens\/s after it.*/\1/p' "$results/mtp-k$k.log")
       ids=$(grep '^ids:' <<< "$out")

@@ -44,6 +44,8 @@ std::string formatAccessRecord(const AccessRecord &r, std::chrono::system_clock:
     j["client_disconnected"] = true;
   if (!r.error.empty())
     j["error"] = clipForMessage(r.error, 256);
+  if (!r.ignoredFields.empty())
+    j["ignored_fields"] = r.ignoredFields;
   return dumpJson(j);
 }
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace volt::server {
 
@@ -30,6 +31,8 @@ struct AccessRecord {
   std::string finishReasons;
   /// The error message sent, if any.
   std::string error;
+  /// Request fields ignored as unknown (without --strict-fields).
+  std::vector<std::string> ignoredFields;
   bool clientDisconnected = false;
 };
 

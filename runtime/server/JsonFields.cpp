@@ -48,7 +48,13 @@ ApiResult<Json> parseJsonObject(std::string_view body) {
   return value;
 }
 
+UnknownFieldPolicy &unknownFieldPolicy() {
+  thread_local UnknownFieldPolicy policy;
+  return policy;
+}
+
 MaybeError JsonFields::rejectUnknown(std::initializer_list<std::string_view> known) const {
+  UnknownFieldPolicy &policy = unknownFieldPolicy();
   for (auto it = obj_.begin(); it != obj_.end(); ++it) {
     bool found = false;
     for (std::string_view k : known)
@@ -58,8 +64,15 @@ MaybeError JsonFields::rejectUnknown(std::initializer_list<std::string_view> kno
       }
     if (found)
       continue;
-    std::vector<std::string> names(known.begin(), known.end());
     const std::string name = clipForMessage(path(it.key()), 64);
+    if (!policy.strict) {
+      // At most 16 names noted: a request of a million unknown keys costs
+      // one pass over them.
+      if (policy.ignored.size() < 16)
+        policy.ignored.push_back(name);
+      continue;
+    }
+    std::vector<std::string> names(known.begin(), known.end());
     std::string message = "unrecognized request argument supplied: " + name;
     if (auto near = closestMatch(it.key(), names))
       message += " (did you mean " + path(*near) + "?)";

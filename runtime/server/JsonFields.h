@@ -37,12 +37,24 @@ std::string describeJsonType(const Json &value);
 /// Parses a request body; errors carry the parser's position.
 ApiResult<Json> parseJsonObject(std::string_view body);
 
+/// What rejectUnknown does with a field it does not know, for the request
+/// being parsed on this thread: refuse it (strict: 400), or, as vLLM does
+/// by default, ignore it and note its name here for a logged warning.
+struct UnknownFieldPolicy {
+  bool strict = true;
+  /// The ignored fields' paths (clipped), in the order found.
+  std::vector<std::string> ignored;
+};
+/// This thread's policy (the server sets it per request).
+UnknownFieldPolicy &unknownFieldPolicy();
+
 class JsonFields {
 public:
   /// `prefix` is the object's own path with a trailing '.' ("" at the top).
   JsonFields(const Json &object, std::string prefix) : obj_(object), prefix_(std::move(prefix)) {}
 
-  /// The first key not in `known`, as OpenAI reports it.
+  /// The first key not in `known`, as OpenAI reports it (or, with a
+  /// lenient unknownFieldPolicy(), none: the unknown keys are noted there).
   MaybeError rejectUnknown(std::initializer_list<std::string_view> known) const;
 
   /// The field, or null when absent or null.

@@ -166,6 +166,9 @@ void Server::Impl::registerRoutes() {
     cur.start = engine::Clock::now();
     std::string id = req.get_header_value("X-Request-Id");
     cur.record.requestId = usableRequestId(id) ? id : randomId();
+    UnknownFieldPolicy &fields = unknownFieldPolicy();
+    fields.strict = options.strictFields;
+    fields.ignored.clear();
     res.set_header("X-Request-Id", cur.record.requestId);
     // CORS (browser pages of other origins): off unless --allowed-origins
     // names the page's origin. A preflight carries no credentials, so it
@@ -349,6 +352,11 @@ void Server::Impl::registerRoutes() {
     if (cur.start != engine::Clock::time_point{})
       r.totalSeconds = std::chrono::duration<double>(engine::Clock::now() - cur.start).count();
     metrics.observeHttp(routeLabel(req.path), req.method, r.status);
+    r.ignoredFields = std::move(unknownFieldPolicy().ignored);
+    unknownFieldPolicy().ignored.clear();
+    if (!r.ignoredFields.empty())
+      std::fprintf(stderr, "volt-serve: warning: request %s: ignored unknown fields: %s\n",
+                   r.requestId.c_str(), joinList(r.ignoredFields).c_str());
     accessLog.write(r);
     cur = CurrentRequest{};
   });

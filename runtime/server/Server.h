@@ -34,6 +34,9 @@ struct ServerOptions {
   /// Whether /health and /metrics need the key too (by default they are
   /// open, as in vLLM, for load balancers and scrapers).
   bool authHealthAndMetrics = false;
+  /// Unknown request fields get 400 (OpenAI's behaviour) instead of being
+  /// ignored with a warning (vLLM's default).
+  bool strictFields = false;
   /// Origins a browser page may call the API from (CORS): exact origins
   /// ("https://app.example.com"), or "*" for any. Empty: none (no CORS
   /// headers; preflights get 403).

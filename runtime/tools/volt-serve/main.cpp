@@ -34,6 +34,9 @@ int serve(int argc, char **argv) {
       ->envname("VOLT_API_KEY");
   app.add_flag("--auth-health-metrics", o.authHealthAndMetrics,
                "require the API key on /health and /metrics too (open by default)");
+  app.add_flag("--strict-fields", o.strictFields,
+               "refuse unknown request fields with 400 (default: ignore them with a warning, as "
+               "vLLM does)");
   app.add_option("--allowed-origins", o.allowedOrigins,
                  "origins browser pages may call the API from (CORS), comma-separated, or '*' "
                  "for any (default: none)")

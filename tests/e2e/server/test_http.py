@@ -62,7 +62,9 @@ def open_stream(port, path, body):
 class ErrorsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = harness.Server("--max-body-bytes", "16384")
+        # OpenAI's 400 for unknown fields (vLLM, and volt by default, ignore
+        # them: UnknownFieldsTest).
+        cls.server = harness.Server("--max-body-bytes", "16384", "--strict-fields")
         cls.server.start()
 
     @classmethod
@@ -273,6 +275,34 @@ class ErrorsTest(unittest.TestCase):
         self.assertGreater(line["prompt_tokens"], 0)
         self.assertIn("ttft_ms", line)
         self.assertIn("total_ms", line)
+
+
+class UnknownFieldsTest(unittest.TestCase):
+    def test_ignored_with_a_warning_by_default(self):
+        with harness.Server() as server:
+            status, headers, body = server.post(
+                "/v1/completions",
+                {"prompt": "x", "max_tokens": 2, "temprature": 0.5, "vendor_thing": {"a": 1},
+                 "stream_options": None},
+                headers={"X-Request-Id": "req-unknown"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["usage"]["completion_tokens"], 2)
+            status, _, body = server.post(
+                "/v1/chat/completions",
+                {"messages": [{"role": "user", "content": "x"}], "max_tokens": 1, "foo": 1})
+            self.assertEqual(status, 200, body)
+            for _ in range(100):
+                lines = [l for l in server.access_log() if l["request_id"] == "req-unknown"]
+                if lines:
+                    break
+                time.sleep(0.01)
+            self.assertEqual(lines[0]["ignored_fields"], ["temprature", "vendor_thing"])
+            self.assertTrue(any("warning: request req-unknown: ignored unknown fields: "
+                                "temprature, vendor_thing" in l for l in server.stderr_lines))
+            # Wrong types of known fields are still errors.
+            status, _, body = server.post("/v1/completions", {"prompt": "x", "max_tokens": "2"})
+            check_error(self, status, body, 400, param="max_tokens")
+            self.assertEqual(server.stop(), 0)
 
 
 class SpeculativeTest(unittest.TestCase):

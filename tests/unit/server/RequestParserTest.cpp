@@ -1,4 +1,5 @@
 //===- RequestParserTest.cpp - request bodies to validated requests -------===//
+#include "runtime/server/JsonFields.h"
 #include "runtime/server/RequestParser.h"
 
 #include <gtest/gtest.h>
@@ -119,6 +120,34 @@ TEST(RequestParser, AHugeUnknownFieldIsClippedInTheError) {
   EXPECT_LT(e.param.size(), 100u);
   EXPECT_EQ(e.message.find("did you mean"), std::string::npos);
   EXPECT_LT(e.body().size(), 400u);
+}
+
+// vLLM's default for unknown fields: ignored, their paths noted (at most
+// 16, each clipped) for the server's warning; strict again afterwards.
+TEST(RequestParser, ALenientPolicyIgnoresUnknownFieldsAndNotesThem) {
+  UnknownFieldPolicy &policy = unknownFieldPolicy();
+  policy.strict = false;
+  policy.ignored.clear();
+  auto parsed = parseCompletionRequest(
+      R"({"prompt": "x", "temprature": 1, "stream": true,
+          "stream_options": {"include_usage": true, "x": 1}})",
+      limits());
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(parsed->stream, true);
+  EXPECT_EQ(policy.ignored, (std::vector<std::string>{"temprature", "stream_options.x"}));
+  policy.ignored.clear();
+  std::string body = R"({"messages": [{"role": "user", "content": "x"}])";
+  for (int i = 0; i < 40; ++i)
+    body += ", \"f" + std::to_string(i) + "\": 1";
+  body += ", \"" + std::string(5000, 'z') + "\": 1}";
+  ASSERT_TRUE(parseChatRequest(body, limits()).ok());
+  EXPECT_EQ(policy.ignored.size(), 16u);
+  for (const std::string &name : policy.ignored)
+    EXPECT_LT(name.size(), 100u);
+  policy.strict = true;
+  policy.ignored.clear();
+  EXPECT_EQ(errorOf(parseCompletionRequest(R"({"prompt": "x", "foo": 1})", limits())).param,
+            "foo");
 }
 
 // Whatever a message holds, a response echoes at most 2 KiB of it.

@@ -1,6 +1,8 @@
 //===- Engine.cpp - the serving engine: requests in, tokens out -----------===//
 #include "runtime/engine/Engine.h"
 
+#include "runtime/engine/VocabMath.h"
+
 #include <algorithm>
 #include <string>
 
@@ -173,15 +175,9 @@ std::span<const int32_t> maskedFor(const Sequence &seq) {
 /// The uniform draw of `seq`'s next token.
 double drawFor(const Sequence &seq) { return uniformDraw(seq.seed, uint64_t(seq.numOutput())); }
 
-/// A greedy draft: the row's largest logit, ties to the lower id (NaN
-/// never wins).
-int32_t argmaxOf(std::span<const float> row) {
-  int32_t best = 0;
-  for (size_t v = 1; v < row.size(); ++v)
-    if (row[v] > row[size_t(best)] || (row[size_t(best)] != row[size_t(best)] && row[v] == row[v]))
-      best = int32_t(v);
-  return best;
-}
+/// A greedy draft: the row's largest logit, ties to the lower id (a row
+/// of NaN gives token 0).
+int32_t argmaxOf(std::span<const float> row) { return std::max(argmax(row), 0); }
 
 /// Empties `b` for a step of the plan's block-table width.
 void resetBuffers(StepBuffers &b, int32_t width) {

@@ -5,6 +5,7 @@
 // catch-up step) and of one chained step, on the committed Qwen3.5-MoE
 // model whose mtp.* weights are random and perturbed, at TP 1 and 2.
 #include "compiler/driver/Compile.h"
+#include "runtime/engine/Scheduler.h"
 #include "runtime/executor/CpuBackend.h"
 
 #include <nlohmann/json.hpp>
@@ -22,30 +23,20 @@ namespace fs = std::filesystem;
 
 const fs::path kSource = VOLT_SOURCE_DIR;
 
-/// One sequence's step from blocks 0.. (slot = position).
-struct OneSequenceStep {
-  std::vector<int32_t> tokens, positions, starts, lens, table, rows, hiddenRows, stateSlots;
-  engine::StepBatch batch(int32_t width) {
-    table.resize(static_cast<size_t>(width));
-    std::iota(table.begin(), table.end(), 0);
-    starts = {0, static_cast<int32_t>(tokens.size())};
-    lens = {positions.back() + 1};
-    engine::StepBatch b;
-    b.numTokens = static_cast<int32_t>(tokens.size());
-    b.numSeqs = 1;
-    b.maxBlocksPerSeq = width;
-    b.tokens = tokens;
-    b.positions = positions;
-    b.slotMapping = positions;
-    b.seqStarts = starts;
-    b.contextLens = lens;
-    b.blockTables = table;
-    b.logitsRows = rows;
-    b.stateSlots = stateSlots;
-    b.hiddenRows = hiddenRows;
-    return b;
-  }
-};
+/// One sequence's step from blocks 0.. at `positions` (slot = position).
+engine::StepBuffers oneSequenceStep(std::vector<int32_t> tokens, std::vector<int32_t> positions,
+                                    int32_t width) {
+  engine::StepBuffers b;
+  b.tokens = std::move(tokens);
+  b.positions = std::move(positions);
+  b.slotMapping = b.positions;
+  b.seqStarts = {0, static_cast<int32_t>(b.tokens.size())};
+  b.contextLens = {b.positions.back() + 1};
+  b.maxBlocksPerSeq = width;
+  b.blockTables.resize(static_cast<size_t>(width));
+  std::iota(b.blockTables.begin(), b.blockTables.end(), 0);
+  return b;
+}
 
 /// The largest |volt - reference| over a row, and the row's largest |reference|.
 std::pair<double, double> rowError(std::span<const float> volt, const nlohmann::json &reference) {
@@ -94,26 +85,24 @@ TEST_P(MtpHead, DraftLogitsMatchTheReference) {
   // The target's prefill: its greedy next token is the reference's.
   const auto prompt = c["prompt_ids"].get<std::vector<int32_t>>();
   const int32_t n = static_cast<int32_t>(prompt.size());
-  OneSequenceStep prefill;
-  prefill.tokens = prompt;
-  prefill.positions.resize(prompt.size());
-  std::iota(prefill.positions.begin(), prefill.positions.end(), 0);
-  prefill.rows = {n - 1};
+  std::vector<int32_t> positions(prompt.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  engine::StepBuffers prefill = oneSequenceStep(prompt, positions, width);
+  prefill.logitsRows = {n - 1};
   prefill.stateSlots = {0};
   std::vector<float> logits(vocab);
-  auto st = (*backend)->runStep(prefill.batch(width), logits);
+  auto st = (*backend)->runStep(prefill.view(), logits);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(std::max_element(logits.begin(), logits.end()) - logits.begin(),
             c["target_next"].get<int>());
 
   // The catch-up: position p pairs the target's hidden row p with token p + 1.
-  OneSequenceStep catchUp;
-  catchUp.tokens = c["draft_tokens"].get<std::vector<int32_t>>();
-  catchUp.positions = prefill.positions;
-  catchUp.rows = catchUp.positions;
-  catchUp.hiddenRows = catchUp.positions;
+  engine::StepBuffers catchUp =
+      oneSequenceStep(c["draft_tokens"].get<std::vector<int32_t>>(), positions, width);
+  catchUp.logitsRows = positions;
+  catchUp.hiddenRows = positions;
   std::vector<float> drafts(static_cast<size_t>(n) * vocab);
-  st = (*backend)->runDraftStep(catchUp.batch(width), drafts);
+  st = (*backend)->runDraftStep(catchUp.view(), drafts);
   ASSERT_TRUE(st.ok()) << st.message();
   double worstRatio = 0;
   for (int32_t r = 0; r < n; ++r) {
@@ -128,13 +117,11 @@ TEST_P(MtpHead, DraftLogitsMatchTheReference) {
   }
 
   // A chained step: the catch-up's last normed row with the greedy draft.
-  OneSequenceStep chain;
-  chain.tokens = {c["chain_token"].get<int32_t>()};
-  chain.positions = {n};
-  chain.rows = {0};
+  engine::StepBuffers chain = oneSequenceStep({c["chain_token"].get<int32_t>()}, {n}, width);
+  chain.logitsRows = {0};
   chain.hiddenRows = {n - 1};
   std::vector<float> chained(vocab);
-  st = (*backend)->runDraftStep(chain.batch(width), chained);
+  st = (*backend)->runDraftStep(chain.view(), chained);
   ASSERT_TRUE(st.ok()) << st.message();
   auto [worst, scale] = rowError(chained, c["chain_logits"]);
   EXPECT_LE(worst, kRtol * scale) << "chained step";

@@ -64,9 +64,12 @@ struct Shape {
   std::optional<int64_t> moeIntermediate; ///< moe_intermediate_size (and the shared expert's)
   std::optional<int64_t> vocab;           ///< vocab_size (the special tokens move with it)
   std::optional<int64_t> maxPositions;    ///< max_position_embeddings
+  /// mlp_only_layers: the layers with a dense MLP instead of experts (empty:
+  /// every layer has experts).
+  std::optional<std::vector<int64_t>> mlpOnlyLayers;
   bool any() const {
     return hidden || layers || heads || kvHeads || headDim || intermediate || experts ||
-           expertsPerToken || moeIntermediate || vocab || maxPositions;
+           expertsPerToken || moeIntermediate || vocab || maxPositions || mlpOnlyLayers;
   }
 };
 

@@ -425,6 +425,19 @@ Status applyShape(json &config, const std::string &family, const Shape &shape) {
       t["mlp_only_layers"] = kept;
     }
   }
+  if (shape.mlpOnlyLayers) {
+    if (!t.contains("mlp_only_layers"))
+      return Error("--mlp-only-layers: a " + family + " model has no mlp_only_layers");
+    const int64_t layers = t.value("num_hidden_layers", int64_t{0});
+    json list = json::array();
+    for (int64_t l : *shape.mlpOnlyLayers) {
+      if (l < 0 || l >= layers)
+        return Error("--mlp-only-layers: layer " + std::to_string(l) + " is outside 0.." +
+                     std::to_string(layers - 1));
+      list.push_back(l);
+    }
+    t["mlp_only_layers"] = list;
+  }
   if (shape.vocab) {
     const int64_t vocab = *shape.vocab;
     if (vocab < 64)

@@ -8,7 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Kernels.h"
 
+#ifdef VOLT_CPU_AVX512
+#include "runtime/cpu/DotBlockAvx512.h"
+#endif
 #include "runtime/numerics/Half.h"
+
+#include <atomic>
 
 #include <bit>
 #include <cmath>
@@ -198,6 +203,113 @@ DecodeFn pickDecode() {
 void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, float *out) {
   static const DecodeFn decode = pickDecode();
   decode(packed, scales, cols, out);
+}
+
+WeightRows WeightRows::from(int64_t first) const {
+  WeightRows w = *this;
+  switch (format) {
+  case Format::F32:
+    w.data = static_cast<const float *>(data) + first * cols;
+    break;
+  case Format::F16:
+    w.data = static_cast<const uint16_t *>(data) + first * cols;
+    break;
+  case Format::Nvfp4:
+    w.data = static_cast<const uint8_t *>(data) + first * (cols / 2);
+    w.scales = scales + first * (cols / 16);
+    break;
+  }
+  return w;
+}
+
+namespace {
+
+bool cpuHasAvx512() {
+#if defined(VOLT_CPU_AVX512) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool> &avx512Allowed() {
+  static std::atomic<bool> allowed{true};
+  return allowed;
+}
+
+/// Tokens up to which NVFP4 rows are decoded in registers for every group
+/// of 4 tokens rather than once into scratch.
+[[maybe_unused]] constexpr int64_t kDecodeInRegistersTokens = 4;
+
+void dotBlockPortable(const WeightRows &w, int64_t rows, const float *x, int64_t xStride,
+                      int64_t tokens, float *out, int64_t outStride, std::vector<float> &scratch) {
+  const int64_t cols = w.cols;
+  scratch.resize(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = scratch.data();
+    switch (w.format) {
+    case WeightRows::Format::F32:
+      row = static_cast<const float *>(w.data) + r * cols;
+      break;
+    case WeightRows::Format::F16:
+      halfToFloat(static_cast<const uint16_t *>(w.data) + r * cols, scratch.data(), cols);
+      break;
+    case WeightRows::Format::Nvfp4:
+      decodeNvfp4Row(static_cast<const uint8_t *>(w.data) + r * (cols / 2),
+                     w.scales + r * (cols / 16), cols, scratch.data());
+      break;
+    }
+    dotRows(row, x, xStride, tokens, cols, out + r * outStride);
+  }
+}
+
+} // namespace
+
+bool dotBlockUsesAvx512() {
+  static const bool has = cpuHasAvx512();
+  return has && avx512Allowed().load(std::memory_order_relaxed);
+}
+
+void setDotBlockAvx512(bool allowed) { avx512Allowed().store(allowed); }
+
+void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
+              int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+              std::vector<float> &scratch) {
+  if (rows <= 0 || tokens <= 0)
+    return;
+  const WeightRows w = weights.from(first);
+  const int64_t cols = w.cols;
+#ifdef VOLT_CPU_AVX512
+  if (!dotBlockUsesAvx512()) {
+    dotBlockPortable(w, rows, x, xStride, tokens, out, outStride, scratch);
+    return;
+  }
+  switch (w.format) {
+  case WeightRows::Format::F32:
+    avx512::dotBlockF32(static_cast<const float *>(w.data), rows, cols, x, xStride, tokens, out,
+                        outStride);
+    return;
+  case WeightRows::Format::F16:
+    avx512::dotBlockF16(static_cast<const uint16_t *>(w.data), rows, cols, x, xStride, tokens,
+                        out, outStride);
+    return;
+  case WeightRows::Format::Nvfp4: {
+    const auto *packed = static_cast<const uint8_t *>(w.data);
+    if (tokens <= kDecodeInRegistersTokens) {
+      avx512::dotBlockNvfp4(packed, w.scales, e4m3Values(), rows, cols, x, xStride, tokens, out,
+                            outStride);
+      return;
+    }
+    scratch.resize(static_cast<size_t>(rows * cols));
+    avx512::decodeNvfp4Rows(packed, w.scales, e4m3Values(), rows, cols, scratch.data());
+    avx512::dotBlockF32(scratch.data(), rows, cols, x, xStride, tokens, out, outStride);
+    return;
+  }
+  }
+#else
+  dotBlockPortable(w, rows, x, xStride, tokens, out, outStride, scratch);
+#endif
 }
 
 } // namespace volt::cpu::detail

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace volt::cpu::detail {
 
@@ -50,5 +51,41 @@ void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, 
 /// that it is tested on any machine).
 void decodeNvfp4RowWithTable(const uint8_t *packed, const uint8_t *scales, int64_t cols,
                              float *out);
+
+/// Weight rows of a GEMM in one of the plan's weight formats: row r of an
+/// F32 or F16 matrix at data + r * cols, or of an NVFP4 matrix at packed + r
+/// * cols / 2 with scales + r * cols / 16 (`cols` a multiple of 16).
+struct WeightRows {
+  enum class Format : uint8_t { F32, F16, Nvfp4 };
+  Format format = Format::F32;
+  const void *data = nullptr;
+  const uint8_t *scales = nullptr;
+  int64_t cols = 0;
+
+  static WeightRows f32(const float *w, int64_t cols) { return {Format::F32, w, nullptr, cols}; }
+  static WeightRows f16(const uint16_t *w, int64_t cols) { return {Format::F16, w, nullptr, cols}; }
+  static WeightRows nvfp4(const uint8_t *packed, const uint8_t *scales, int64_t cols) {
+    return {Format::Nvfp4, packed, scales, cols};
+  }
+  /// The rows from `first` on.
+  WeightRows from(int64_t first) const;
+};
+
+/// out[r * outStride + t] = dot(weight row first + r, x + t * xStride, cols)
+/// for r < rows and t < tokens, where the weight row is decoded to FP32 as
+/// halfToFloat / decodeNvfp4Row do: bit-identical to dot() on the decoded
+/// row, whichever path runs. With AVX-512 the weights are decoded in
+/// registers (a few tokens) or once per call into `scratch` (more); other
+/// CPUs decode each row into `scratch` and use dotRows.
+void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
+              int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+              std::vector<float> &scratch);
+
+/// Whether dotBlock runs its AVX-512 path on this CPU.
+bool dotBlockUsesAvx512();
+
+/// Forces dotBlock onto the portable path (false) or back to the CPU's
+/// choice (true), so that tests compare the two on one machine.
+void setDotBlockAvx512(bool allowed);
 
 } // namespace volt::cpu::detail

@@ -19,11 +19,10 @@ std::vector<float> loadBias(const uint16_t *bias, int64_t n) {
   return b;
 }
 
-/// The body both ops share; decodeRow(n, out) writes weight row n in FP32.
-template <typename DecodeRow>
+/// The body both ops share.
 void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
               const std::vector<float> &rowScale, const std::vector<float> &bias, bool silu,
-              DType outDtype, void *out, ThreadPool &pool, DecodeRow &&decodeRow) {
+              DType outDtype, void *out, ThreadPool &pool, const detail::WeightRows &weights) {
   std::vector<float> x = detail::loadActivations(
       in, tokens, k, [](int64_t j) { return j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
@@ -37,7 +36,7 @@ void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
     for (int64_t item = begin; item < end; ++item) {
       const int64_t column0 = item * detail::kColumnGroup;
       detail::gemmItem(column0, std::min(detail::kColumnGroup, columns - column0), x.data(), tokens,
-                       k, epilogue, scratch, decodeRow, [&](int64_t t, int64_t c, float y) {
+                       k, epilogue, scratch, weights, [&](int64_t t, int64_t c, float y) {
                          if (outDtype == DType::F16)
                            static_cast<uint16_t *>(out)[t * columns + c] = floatToHalf(y);
                          else
@@ -54,7 +53,7 @@ void linear(const LinearParams &params, const uint16_t *in, const uint16_t *weig
   const int64_t k = params.inFeatures, n = params.outFeatures;
   assert(k > 0 && n > 0 && params.tokens >= 0);
   multiply(params.tokens, k, n, in, {}, loadBias(bias, n), false, params.outDtype, out, pool,
-           [&](int64_t row, float *w) { detail::halfToFloat(weight + row * k, w, k); });
+           detail::WeightRows::f16(weight, k));
 }
 
 void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix &weight,
@@ -76,10 +75,7 @@ void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix 
     assert(static_cast<int64_t>(row) == n);
   }
   multiply(params.tokens, k, n, in, rowScale, loadBias(bias, n), silu, params.outDtype, out, pool,
-           [&](int64_t row, float *w) {
-             detail::decodeNvfp4Row(weight.packed + row * (k / 2), weight.scales + row * (k / 16),
-                                    k, w);
-           });
+           detail::WeightRows::nvfp4(weight.packed, weight.scales, k));
 }
 
 } // namespace volt::cpu

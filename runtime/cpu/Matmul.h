@@ -1,10 +1,10 @@
 //===- Matmul.h - the shared body of Linear, QLinear and MoE GEMMs -*- C++ -*-===//
 //
 // Private to runtime/cpu. Work is split into items of up to kColumnGroup
-// output columns; an item decodes its weight rows to FP32 once and
-// multiplies them against FP32 copies of the activation rows, a token tile
-// at a time so the tile stays in cache. Every accumulator is one
-// detail::dot (Kernels.h), so tiling and threading change speed, never bits.
+// output columns; an item multiplies its weight rows against FP32 copies of
+// the activation rows (detail::dotBlock), a token tile at a time so the tile
+// stays in cache. Every accumulator is one detail::dot (Kernels.h), so
+// tiling, threading and the instruction set change speed, never bits.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -51,20 +51,17 @@ struct GemmScratch {
 };
 
 /// Output columns [column0, column0 + columns) for `tokens` activation rows
-/// x [tokens, cols]. decodeRow(r, dst) writes weight row r in FP32;
+/// x [tokens, cols] against `weights` (its row r is output column r);
 /// store(t, c, y) stores output column c of activation row t.
-template <typename DecodeRow, typename Store>
+template <typename Store>
 void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, int64_t cols,
-              const GemmEpilogue &epilogue, GemmScratch &scratch, DecodeRow &&decodeRow,
+              const GemmEpilogue &epilogue, GemmScratch &scratch, const WeightRows &weights,
               Store &&store) {
   const bool silu = epilogue.siluUpOffset >= 0;
   const int64_t rows = silu ? 2 * columns : columns;
   auto weightRow = [&](int64_t r) {
     return r < columns ? column0 + r : column0 + epilogue.siluUpOffset + (r - columns);
   };
-  scratch.weights.resize(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    decodeRow(weightRow(r), scratch.weights.data() + r * cols);
 
   // A token tile of about 256 KiB of activations stays in cache across the
   // item's rows.
@@ -73,8 +70,11 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
   float *acc = scratch.acc.data();
   for (int64_t t0 = 0; t0 < tokens; t0 += tile) {
     const int64_t n = std::min(tile, tokens - t0);
+    dotBlock(weights, column0, columns, x + t0 * cols, cols, n, acc, tile, scratch.weights);
+    if (silu)
+      dotBlock(weights, column0 + epilogue.siluUpOffset, columns, x + t0 * cols, cols, n,
+               acc + columns * tile, tile, scratch.weights);
     for (int64_t r = 0; r < rows; ++r) {
-      dotRows(scratch.weights.data() + r * cols, x + t0 * cols, cols, n, cols, acc + r * tile);
       const int64_t row = weightRow(r);
       const float scale = epilogue.rowScale ? epilogue.rowScale[row] : 1.0f;
       for (int64_t i = 0; i < n; ++i) {

@@ -3,13 +3,16 @@
 // The dense counterpart of moeGroupedQLinear, for unquantized MoE
 // checkpoints: each (token, k) row j of the grouped input is multiplied by
 // the weight of the expert whose range [expertStarts[e], expertStarts[e+1])
-// holds j. Same accumulation order as the other GEMMs (detail::dot).
+// holds j. Work is split as there, into (expert, group of output columns)
+// items over the experts that received pairs; same accumulation order as
+// the other GEMMs (detail::dot).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/Moe.h"
 #include "runtime/numerics/Half.h"
 
+#include <cassert>
 #include <vector>
 
 namespace volt::cpu {
@@ -17,28 +20,42 @@ namespace volt::cpu {
 void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,
                       const int32_t *order, const int32_t *expertStarts, const uint16_t *weight,
                       uint16_t *out, ThreadPool &pool) {
-  const int64_t k = params.inFeatures, n = params.outFeatures;
+  const int64_t k = params.inFeatures, n = params.outFeatures, experts = params.numExperts;
+  const int64_t topK = params.topK, pairs = params.tokens * topK;
   const bool silu = params.epilogue == Epilogue::SiluMul;
-  const int64_t outCols = silu ? n / 2 : n;
-  for (int64_t e = 0; e < params.numExperts; ++e) {
-    int64_t begin = expertStarts[e], end = expertStarts[e + 1];
-    if (begin == end)
-      continue;
-    std::vector<float> w(static_cast<size_t>(n * k));
-    detail::halfToFloat(weight + e * n * k, w.data(), n * k);
-    pool.parallelFor(end - begin, 1, [&](int64_t first, int64_t last) {
-      std::vector<float> x(static_cast<size_t>(k)), y(static_cast<size_t>(n));
-      for (int64_t j = begin + first; j < begin + last; ++j) {
-        int64_t row = params.gatherTokens ? order[j] / params.topK : j;
-        detail::halfToFloat(in + row * k, x.data(), k);
-        // dotRows(v, m, ...) dots the vector v with each row of the matrix m.
-        detail::dotRows(x.data(), w.data(), k, n, k, y.data());
-        uint16_t *dst = out + j * outCols;
-        for (int64_t c = 0; c < outCols; ++c)
-          dst[c] = floatToHalf(silu ? detail::siluTimes(y[c], y[c + outCols]) : y[c]);
-      }
-    });
-  }
+  assert(k > 0 && n > 0 && experts > 0 && topK > 0 && (!silu || n % 2 == 0));
+  assert(expertStarts[0] == 0 && expertStarts[experts] == pairs);
+
+  std::vector<float> x = detail::loadActivations(
+      in, pairs, k, [&](int64_t j) -> int64_t { return params.gatherTokens ? order[j] / topK : j; },
+      pool);
+
+  const int64_t columns = silu ? n / 2 : n;
+  struct Item {
+    int64_t expert;
+    int64_t column0;
+  };
+  std::vector<Item> items;
+  for (int64_t e = 0; e < experts; ++e)
+    if (expertStarts[e + 1] > expertStarts[e])
+      for (int64_t c0 = 0; c0 < columns; c0 += detail::kColumnGroup)
+        items.push_back({e, c0});
+
+  detail::GemmEpilogue epilogue;
+  epilogue.siluUpOffset = silu ? n / 2 : -1;
+  pool.parallelFor(static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
+    detail::GemmScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      const Item item = items[static_cast<size_t>(i)];
+      const int64_t first = expertStarts[item.expert];
+      const int64_t count = expertStarts[item.expert + 1] - first;
+      detail::gemmItem(
+          item.column0, std::min(detail::kColumnGroup, columns - item.column0),
+          x.data() + first * k, count, k, epilogue, scratch,
+          detail::WeightRows::f16(weight, k).from(item.expert * n),
+          [&](int64_t j, int64_t c, float y) { out[(first + j) * columns + c] = floatToHalf(y); });
+    }
+  });
 }
 
 } // namespace volt::cpu

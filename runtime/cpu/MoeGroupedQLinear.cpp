@@ -69,10 +69,7 @@ void moeGroupedQLinear(const MoeGroupedQLinearParams &params, const uint16_t *in
       detail::gemmItem(
           item.column0, std::min(detail::kColumnGroup, columns - item.column0),
           x.data() + first * k, count, k, epilogue, scratch,
-          [&](int64_t row, float *w) {
-            int64_t r = item.expert * n + row;
-            detail::decodeNvfp4Row(weight.packed + r * (k / 2), weight.scales + r * (k / 16), k, w);
-          },
+          detail::WeightRows::nvfp4(weight.packed, weight.scales, k).from(item.expert * n),
           [&](int64_t j, int64_t c, float y) { out[(first + j) * columns + c] = floatToHalf(y); });
     }
   });

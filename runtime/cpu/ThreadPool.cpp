@@ -3,8 +3,37 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace volt::cpu {
+namespace {
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+/// Spins until done() or kSpinMicroseconds have passed; returns done().
+template <typename Done> bool spinUntil(Done &&done) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicroseconds);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done())
+        return true;
+      cpuRelax();
+    }
+    if (Clock::now() >= deadline)
+      return done();
+  }
+}
+
+} // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(threads, 1)) {
   workers_.reserve(static_cast<size_t>(threads_ - 1));
@@ -41,39 +70,42 @@ void ThreadPool::run(int64_t count, int64_t grain, void *fn, Trampoline trampoli
     trampoline(fn, 0, count);
     return;
   }
+  count_ = count;
+  chunks_ = chunks;
+  fn_ = fn;
+  trampoline_ = trampoline;
+  pending_.store(threads_ - 1, std::memory_order_relaxed);
   {
+    // Under the mutex, so that a worker about to sleep sees the new job.
     std::lock_guard<std::mutex> lock(mutex_);
-    count_ = count;
-    chunks_ = chunks;
-    fn_ = fn;
-    trampoline_ = trampoline;
-    pending_ = threads_ - 1;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   runChunk(0);
+  auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (spinUntil(finished))
+    return;
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  done_.wait(lock, finished);
 }
 
 void ThreadPool::workerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto newJob = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    if (!spinUntil(newJob)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return stopping_ || newJob(); });
       if (stopping_)
         return;
-      seen = generation_;
     }
+    seen = generation_.load(std::memory_order_acquire);
     runChunk(index);
-    bool last;
-    {
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Under the mutex, so that a caller about to sleep sees the count.
       std::lock_guard<std::mutex> lock(mutex_);
-      last = --pending_ == 0;
-    }
-    if (last)
       done_.notify_one();
+    }
   }
 }
 

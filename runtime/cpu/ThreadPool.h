@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -22,6 +23,11 @@ namespace volt::cpu {
 /// too, so a pool of `threads` runs on `threads` threads in all, and a pool of
 /// one starts none. One parallelFor runs at a time per pool; it is not
 /// reentrant (an op must not call parallelFor from inside its body).
+///
+/// A step is a few hundred short parallelFors, so between them the workers
+/// (and the caller, waiting for them) spin for a while before they sleep:
+/// handing a job over then costs a cache line, not a futex wake-up. The
+/// spin is bounded (kSpinMicroseconds), so an idle pool sleeps.
 class ThreadPool {
 public:
   /// `threads` >= 1: the number of threads that share each parallelFor.
@@ -31,6 +37,10 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   int threads() const { return threads_; }
+
+  /// How long an idle worker, or a caller waiting for the workers, spins
+  /// before it blocks.
+  static constexpr int kSpinMicroseconds = 200;
 
   /// Calls body(begin, end) over contiguous ranges covering [0, count) and
   /// returns when all have finished. Ranges hold at least `grain` items (the
@@ -52,10 +62,11 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  // The job being run; written under mutex_ before generation_ is bumped.
-  uint64_t generation_ = 0;
+  // The job being run: written before generation_ is bumped (under mutex_,
+  // with a release store that the workers' acquire loads pair with).
+  std::atomic<uint64_t> generation_{0};
   bool stopping_ = false;
-  int pending_ = 0;
+  std::atomic<int> pending_{0};
   int chunks_ = 0;
   int64_t count_ = 0;
   void *fn_ = nullptr;

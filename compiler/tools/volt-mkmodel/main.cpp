@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 int main(int argc, char **argv) {
@@ -48,8 +49,38 @@ int main(int argc, char **argv) {
         "moe_intermediate_size (and the shared expert's)");
   shape("--vocab", o.shape.vocab, "vocab_size (the tokenizer follows)");
   shape("--max-positions", o.shape.maxPositions, "max_position_embeddings");
+  std::string mlpOnlyLayers;
+  auto *mlpOnly = app.add_option("--mlp-only-layers", mlpOnlyLayers,
+                                 "mlp_only_layers: comma-separated layers with a dense MLP, "
+                                 "or none (replaces the preset's)")
+                      ->group("Shape (over --preset)");
   app.add_option("-o,--out", out, "output directory")->required();
   CLI11_PARSE(app, argc, argv);
+  if (mlpOnly->count()) {
+    std::vector<int64_t> layers;
+    if (mlpOnlyLayers != "none") {
+      size_t start = 0;
+      while (start <= mlpOnlyLayers.size()) {
+        size_t comma = mlpOnlyLayers.find(',', start);
+        std::string item = mlpOnlyLayers.substr(
+            start, comma == std::string::npos ? std::string::npos : comma - start);
+        char *end = nullptr;
+        long value = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0') {
+          std::fprintf(stderr,
+                       "volt-mkmodel: error: --mlp-only-layers: '%s' is not a layer number "
+                       "(a comma-separated list, or none)\n",
+                       item.c_str());
+          return 1;
+        }
+        layers.push_back(value);
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
+    }
+    o.shape.mlpOnlyLayers = layers;
+  }
 
   auto f = volt::mkmodel::parseFormat(format);
   if (!f) {

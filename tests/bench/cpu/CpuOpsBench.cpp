@@ -70,6 +70,68 @@ void qlinearArgs(benchmark::internal::Benchmark *b) {
 }
 BENCHMARK(BM_QLinear)->Apply(qlinearArgs);
 
+// FP16 (BF16-checkpoint) linears: q_proj of the issue-17 benchmark model
+// (1024 x 1024) and a 32,768-row slice of its LM head (FP32 logits), at
+// T = 1 and 8. Args: N, T, threads.
+void BM_Linear(benchmark::State &state) {
+  const int64_t n = state.range(0), k = 1024, tokens = state.range(1);
+  ThreadPool pool(static_cast<int>(state.range(2)));
+  std::mt19937 rng(4);
+  std::vector<uint16_t> w = randomHalf(static_cast<size_t>(n * k), rng);
+  std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+  std::vector<float> out(static_cast<size_t>(tokens * n));
+  LinearParams params;
+  params.tokens = tokens;
+  params.inFeatures = k;
+  params.outFeatures = n;
+  params.outDtype = DType::F32;
+  for (auto _ : state) {
+    linear(params, x.data(), w.data(), nullptr, out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * n * k * 2);
+}
+BENCHMARK(BM_Linear)
+    ->Args({1024, 1, 1})
+    ->Args({32768, 1, 1})
+    ->Args({32768, 1, 2})
+    ->Args({32768, 8, 2})
+    ->ArgNames({"N", "T", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// One decode token through the FP16 experts' fused gate|up of the issue-17
+// benchmark model: 32 experts of 2 x 512 x 1024, top 4. Args: threads.
+void BM_MoeGroupedLinearDecode(benchmark::State &state) {
+  const int64_t experts = 32, topK = 4, hidden = 1024, inter = 512;
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  std::mt19937 rng(6);
+  std::vector<uint16_t> w = randomHalf(static_cast<size_t>(experts * 2 * inter * hidden), rng);
+  std::vector<uint16_t> x = randomHalf(static_cast<size_t>(hidden), rng);
+  std::vector<int32_t> ids = {3, 17, 20, 31}, order(4), starts(experts + 1);
+  moeAlign({1, topK, experts}, ids.data(), order.data(), starts.data());
+  std::vector<uint16_t> out(static_cast<size_t>(topK * inter));
+  MoeGroupedLinearParams params;
+  params.tokens = 1;
+  params.topK = topK;
+  params.numExperts = experts;
+  params.inFeatures = hidden;
+  params.outFeatures = 2 * inter;
+  params.gatherTokens = true;
+  params.epilogue = Epilogue::SiluMul;
+  for (auto _ : state) {
+    moeGroupedLinear(params, x.data(), order.data(), starts.data(), w.data(), out.data(), pool);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * topK * 2 * inter * hidden * 2);
+}
+BENCHMARK(BM_MoeGroupedLinearDecode)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgNames({"threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
 // One decode token through a MoE layer's fused gate|up (SiluMul epilogue):
 // 128 experts of 2 x 768 rows, top 8. Args: threads.
 void BM_MoeGateUpDecode(benchmark::State &state) {

@@ -128,5 +128,112 @@ TEST(Kernels, Nvfp4RowDecodesEveryElementAndScaleCode) {
   }
 }
 
+/// Weights of every format for dotBlock, and each row decoded to FP32 by
+/// the documented decoders (the reference the block must match).
+struct BlockWeights {
+  std::vector<float> f32;
+  std::vector<uint16_t> f16;
+  std::vector<uint8_t> packed, scales;
+  std::vector<float> decoded;
+
+  BlockWeights(detail::WeightRows::Format format, int64_t rows, int64_t cols, std::mt19937 &rng) {
+    std::normal_distribution<float> dist;
+    const size_t n = static_cast<size_t>(rows * cols);
+    decoded.resize(n);
+    switch (format) {
+    case detail::WeightRows::Format::F32:
+      f32.resize(n);
+      for (auto &v : f32)
+        v = std::ldexp(dist(rng), static_cast<int>(rng() % 20) - 10);
+      // A signed zero and a subnormal, which a careless tail or fold loses.
+      f32[0] = -0.0f;
+      f32[n - 1] = 0x1p-140f;
+      decoded = f32;
+      break;
+    case detail::WeightRows::Format::F16:
+      f16.resize(n);
+      for (auto &v : f16)
+        v = floatToHalf(std::ldexp(dist(rng), static_cast<int>(rng() % 20) - 14));
+      f16[0] = 0x8000;     // -0
+      f16[n - 1] = 0x0003; // subnormal
+      detail::halfToFloat(f16.data(), decoded.data(), static_cast<int64_t>(n));
+      break;
+    case detail::WeightRows::Format::Nvfp4:
+      packed.resize(n / 2);
+      scales.resize(n / 16);
+      for (auto &b : packed)
+        b = static_cast<uint8_t>(rng());
+      for (auto &b : scales)
+        b = static_cast<uint8_t>(rng() % 0x7F); // every finite positive code
+      for (int64_t r = 0; r < rows; ++r)
+        detail::decodeNvfp4Row(packed.data() + r * cols / 2, scales.data() + r * cols / 16, cols,
+                               decoded.data() + r * cols);
+      break;
+    }
+  }
+
+  detail::WeightRows rows(detail::WeightRows::Format format, int64_t cols) const {
+    switch (format) {
+    case detail::WeightRows::Format::F32:
+      return detail::WeightRows::f32(f32.data(), cols);
+    case detail::WeightRows::Format::F16:
+      return detail::WeightRows::f16(f16.data(), cols);
+    case detail::WeightRows::Format::Nvfp4:
+      break;
+    }
+    return detail::WeightRows::nvfp4(packed.data(), scales.data(), cols);
+  }
+};
+
+/// Every path of dotBlock (the AVX-512 one where the CPU has it, and the
+/// portable one) gives dot() of the decoded row, bit for bit, for every
+/// format, row count (blocks of 8 and 4 and their remainders), token count
+/// (blocks of 4, register decode and decode-once for NVFP4) and length
+/// (with and without a tail of fewer than 16).
+TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
+  using Format = detail::WeightRows::Format;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  for (bool avx512 : {true, false}) {
+    detail::setDotBlockAvx512(avx512);
+    for (Format format : {Format::F32, Format::F16, Format::Nvfp4}) {
+      std::vector<int64_t> lengths = {16, 64, 1040};
+      if (format != Format::Nvfp4)
+        lengths = {1, 15, 16, 37, 100, 1041};
+      for (int64_t cols : lengths) {
+        const int64_t allRows = 21, first = 2;
+        BlockWeights w(format, allRows, cols, rng);
+        for (int64_t rows : {1, 3, 4, 7, 8, 13, 19}) {
+          for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
+            const int64_t xStride = cols + 5, outStride = tokens + 2;
+            std::vector<float> x(static_cast<size_t>(tokens * xStride));
+            for (auto &v : x)
+              v = std::ldexp(dist(rng), static_cast<int>(rng() % 16) - 8);
+            x[0] = -0.0f;
+            std::vector<float> out(static_cast<size_t>(rows * outStride), 12345.0f), scratch;
+            detail::dotBlock(w.rows(format, cols), first, rows, x.data(), xStride, tokens,
+                             out.data(), outStride, scratch);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t t = 0; t < tokens; ++t) {
+                float want = detail::dot(w.decoded.data() + (first + r) * cols,
+                                         x.data() + t * xStride, cols);
+                ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(r * outStride + t)]),
+                          std::bit_cast<uint32_t>(want))
+                    << "avx512 " << avx512 << " format " << static_cast<int>(format) << " cols "
+                    << cols << " rows " << rows << " tokens " << tokens << " at (" << r << ", "
+                    << t << ")";
+              }
+            // Nothing outside the block is written.
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t t = tokens; t < outStride; ++t)
+                ASSERT_EQ(out[static_cast<size_t>(r * outStride + t)], 12345.0f);
+          }
+        }
+      }
+    }
+  }
+  detail::setDotBlockAvx512(true);
+}
+
 } // namespace
 } // namespace volt::cpu

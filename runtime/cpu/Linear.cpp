@@ -10,32 +10,30 @@
 namespace volt::cpu {
 namespace {
 
-std::vector<float> loadBias(const uint16_t *bias, int64_t n) {
-  std::vector<float> b;
-  if (bias) {
-    b.resize(static_cast<size_t>(n));
-    detail::halfToFloat(bias, b.data(), n);
-  }
-  return b;
+/// The bias in FP32, in the calling thread's buffer (null without one).
+const float *loadBias(const uint16_t *bias, int64_t n) {
+  if (!bias)
+    return nullptr;
+  static thread_local std::vector<float> b;
+  b.resize(static_cast<size_t>(n));
+  detail::halfToFloat(bias, b.data(), n);
+  return b.data();
 }
 
-/// The body both ops share.
+/// The body both ops share; `epilogue` has the scales and the bias.
 void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
-              const std::vector<float> &rowScale, const std::vector<float> &bias, bool silu,
-              DType outDtype, void *out, ThreadPool &pool, const detail::WeightRows &weights) {
-  std::vector<float> x = detail::loadActivations(
-      in, tokens, k, [](int64_t j) { return j; }, pool);
+              detail::GemmEpilogue epilogue, bool silu, DType outDtype, void *out,
+              ThreadPool &pool, const detail::WeightRows &weights) {
+  const float *x = detail::loadActivations(
+      detail::activationScratch(), in, tokens, k, [](int64_t j) { return j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
-  detail::GemmEpilogue epilogue;
-  epilogue.rowScale = rowScale.empty() ? nullptr : rowScale.data();
-  epilogue.bias = bias.empty() ? nullptr : bias.data();
   epilogue.siluUpOffset = silu ? n / 2 : -1;
   const int64_t items = (columns + detail::kColumnGroup - 1) / detail::kColumnGroup;
   pool.parallelFor(items, 1, [&](int64_t begin, int64_t end) {
-    detail::GemmScratch scratch;
+    detail::GemmScratch &scratch = detail::gemmScratch();
     for (int64_t item = begin; item < end; ++item) {
       const int64_t column0 = item * detail::kColumnGroup;
-      detail::gemmItem(column0, std::min(detail::kColumnGroup, columns - column0), x.data(), tokens,
+      detail::gemmItem(column0, std::min(detail::kColumnGroup, columns - column0), x, tokens,
                        k, epilogue, scratch, weights, [&](int64_t t, int64_t c, float y) {
                          if (outDtype == DType::F16)
                            static_cast<uint16_t *>(out)[t * columns + c] = floatToHalf(y);
@@ -52,7 +50,9 @@ void linear(const LinearParams &params, const uint16_t *in, const uint16_t *weig
             const uint16_t *bias, void *out, ThreadPool &pool) {
   const int64_t k = params.inFeatures, n = params.outFeatures;
   assert(k > 0 && n > 0 && params.tokens >= 0);
-  multiply(params.tokens, k, n, in, {}, loadBias(bias, n), false, params.outDtype, out, pool,
+  detail::GemmEpilogue epilogue;
+  epilogue.bias = loadBias(bias, n);
+  multiply(params.tokens, k, n, in, epilogue, false, params.outDtype, out, pool,
            detail::WeightRows::f16(weight, k));
 }
 
@@ -62,19 +62,19 @@ void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix 
   const bool silu = params.epilogue == Epilogue::SiluMul;
   assert(k > 0 && k % 16 == 0 && n > 0 && params.tokens >= 0);
   assert(weight.rows == n && weight.cols == k && (!silu || n % 2 == 0));
-  std::vector<float> rowScale(static_cast<size_t>(n));
+  detail::GemmEpilogue epilogue;
+  epilogue.partScales = params.globalScales.data();
   if (params.partRows.empty()) {
     assert(params.globalScales.size() == 1);
-    std::fill(rowScale.begin(), rowScale.end(), params.globalScales[0]);
   } else {
     assert(params.globalScales.size() == params.partRows.size());
-    size_t row = 0;
-    for (size_t p = 0; p < params.partRows.size(); ++p)
-      for (uint32_t i = 0; i < params.partRows[p]; ++i)
-        rowScale[row++] = params.globalScales[p];
-    assert(static_cast<int64_t>(row) == n);
+    std::vector<int64_t> &ends = detail::partEnds(params.partRows);
+    assert(ends.back() == n);
+    epilogue.partEnds = ends.data();
+    epilogue.parts = static_cast<int64_t>(ends.size());
   }
-  multiply(params.tokens, k, n, in, rowScale, loadBias(bias, n), silu, params.outDtype, out, pool,
+  epilogue.bias = loadBias(bias, n);
+  multiply(params.tokens, k, n, in, epilogue, silu, params.outDtype, out, pool,
            detail::WeightRows::nvfp4(weight.packed, weight.scales, k));
 }
 

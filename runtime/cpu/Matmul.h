@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace volt::cpu::detail {
@@ -21,34 +22,74 @@ namespace volt::cpu::detail {
 /// Output columns per work item.
 inline constexpr int64_t kColumnGroup = 16;
 
-/// FP32 copies of FP16 activation rows: row j is in[source(j)].
+/// FP32 copies of FP16 activation rows into `x` [rows, cols] (a buffer the
+/// calling thread reuses, see activationScratch): row j is in[source(j)].
 template <typename Source>
-std::vector<float> loadActivations(const uint16_t *in, int64_t rows, int64_t cols, Source &&source,
-                                   ThreadPool &pool) {
-  std::vector<float> x(static_cast<size_t>(rows * cols));
+const float *loadActivations(std::vector<float> &x, const uint16_t *in, int64_t rows,
+                             int64_t cols, Source &&source, ThreadPool &pool) {
+  x.resize(static_cast<size_t>(rows * cols));
+  float *dst = x.data();
   pool.parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1)),
                    [&](int64_t begin, int64_t end) {
                      for (int64_t j = begin; j < end; ++j)
-                       halfToFloat(in + source(j) * cols, x.data() + j * cols, cols);
+                       halfToFloat(in + source(j) * cols, dst + j * cols, cols);
                    });
+  return dst;
+}
+
+/// The calling thread's activation buffer for loadActivations: kept across
+/// ops, so a step allocates nothing once it has run at its largest shape.
+/// An op uses it from its calling thread only (ops are not reentrant).
+inline std::vector<float> &activationScratch() {
+  static thread_local std::vector<float> x;
   return x;
 }
 
 /// How a GEMM turns the FP32 dot of weight row r into its output:
-/// y(r) = dot * rowScale[r] (when given) + bias[r] (when given); with
-/// `siluUpOffset` >= 0 the output column c is siluTimes(y(c), y(c +
-/// siluUpOffset)), otherwise it is y(c).
+/// y(r) = dot * scale(r) (when there are part scales) + bias[r] (when
+/// given), where scale(r) is partScales[p] for the part p whose rows
+/// [partEnds[p - 1], partEnds[p]) hold r; with `siluUpOffset` >= 0 the
+/// output column c is siluTimes(y(c), y(c + siluUpOffset)), otherwise it is
+/// y(c).
 struct GemmEpilogue {
-  const float *rowScale = nullptr;
+  const float *partScales = nullptr;
+  /// Cumulative row counts of the parts; null with partScales: one part.
+  const int64_t *partEnds = nullptr;
+  int64_t parts = 0;
   const float *bias = nullptr;
   int64_t siluUpOffset = -1;
+
+  float scale(int64_t row) const {
+    if (!partEnds)
+      return partScales[0];
+    int64_t p = 0;
+    while (p + 1 < parts && row >= partEnds[p])
+      ++p;
+    return partScales[p];
+  }
 };
 
-/// Scratch one thread reuses across its items.
+/// The cumulative row counts of `partRows`, in the calling thread's buffer.
+inline std::vector<int64_t> &partEnds(std::span<const uint32_t> partRows) {
+  static thread_local std::vector<int64_t> ends;
+  ends.clear();
+  int64_t row = 0;
+  for (uint32_t rows : partRows)
+    ends.push_back(row += rows);
+  return ends;
+}
+
+/// Scratch one thread reuses across its items and ops (see gemmScratch).
 struct GemmScratch {
   std::vector<float> weights;
   std::vector<float> acc;
 };
+
+/// The calling thread's GEMM scratch, kept across ops.
+inline GemmScratch &gemmScratch() {
+  static thread_local GemmScratch scratch;
+  return scratch;
+}
 
 /// Output columns [column0, column0 + columns) for `tokens` activation rows
 /// x [tokens, cols] against `weights` (its row r is output column r);
@@ -76,9 +117,10 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
                acc + columns * tile, tile, scratch.weights);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t row = weightRow(r);
-      const float scale = epilogue.rowScale ? epilogue.rowScale[row] : 1.0f;
+      const bool scaled = epilogue.partScales != nullptr;
+      const float scale = scaled ? epilogue.scale(row) : 1.0f;
       for (int64_t i = 0; i < n; ++i) {
-        float y = epilogue.rowScale ? acc[r * tile + i] * scale : acc[r * tile + i];
+        float y = scaled ? acc[r * tile + i] * scale : acc[r * tile + i];
         acc[r * tile + i] = epilogue.bias ? y + epilogue.bias[row] : y;
       }
     }

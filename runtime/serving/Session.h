@@ -56,6 +56,9 @@ public:
   /// The model's chat template, when it has one.
   const std::optional<chat::ChatTemplate> &chatTemplate() const { return chatTemplate_; }
   engine::Engine &engine() { return *engine_; }
+  /// The backend that runs the steps (an executor::CpuBackend or a
+  /// CudaBackend).
+  engine::StepBackend &backend() { return *backend_; }
   /// "cpu" or "cuda", and why it was chosen.
   const std::string &backendName() const { return backendName_; }
   const std::string &backendReason() const { return backendReason_; }

@@ -4,12 +4,16 @@
 // then the timings. Parses flags and calls runtime/serving.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/executor/CpuBackend.h"
 #include "runtime/serving/Generate.h"
 #include "runtime/serving/Session.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <map>
 #include <iostream>
 #include <sstream>
 
@@ -43,6 +47,10 @@ int main(int argc, char **argv) {
                "benchmarking only: load the plan without its weight packs and fill the GPU's "
                "weight memory with pseudo-random values (cuda backend; the output is "
                "meaningless text)");
+  bool profileOps = false;
+  app.add_flag("--profile-ops", profileOps,
+               "cpu backend: print the time rank 0 spent in each op kind, for decode steps "
+               "(one token) and the others");
   CLI11_PARSE(app, argc, argv);
 
   volt::serving::SessionOptions options;
@@ -61,6 +69,44 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "volt-run: %s on the %s backend (%s), loaded in %.3f s\n",
                s.servedModelName().c_str(), s.backendName().c_str(), s.backendReason().c_str(),
                s.loadSeconds());
+
+  // --profile-ops: the time between consecutive ops of a step on rank 0 is
+  // the later op's (the first op of each step has no start and is not
+  // counted).
+  struct OpTime {
+    double seconds = 0;
+    long calls = 0;
+  };
+  std::map<std::pair<bool, std::string>, OpTime> opTimes;
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point lastOp;
+  if (profileOps) {
+    auto *cpu = dynamic_cast<volt::executor::CpuBackend *>(&s.backend());
+    if (!cpu) {
+      std::fprintf(stderr, "volt-run: error: --profile-ops needs the cpu backend\n");
+      return 1;
+    }
+    cpu->setOpObserver([&](const volt::executor::OpObservation &o) {
+      if (o.rank != 0)
+        return;
+      Clock::time_point now = Clock::now();
+      if (o.opIndex > 0) {
+        // The kind and the op's name without its layer ("Linear
+        // self_attn.o_proj"), so that the layers' ops add up.
+        std::string name(o.name);
+        if (name.rfind("model.layers.", 0) == 0) {
+          size_t dot = name.find('.', 13);
+          name = dot == std::string::npos ? "" : name.substr(dot + 1);
+        }
+        OpTime &t = opTimes[{o.numTokens == 1,
+                             std::string(volt::plan::EnumNameOpKind(o.kind)) +
+                                 (name.empty() ? "" : " " + name)}];
+        t.seconds += std::chrono::duration<double>(now - lastOp).count();
+        ++t.calls;
+      }
+      lastOp = now;
+    });
+  }
 
   std::vector<int32_t> tokens;
   if (!promptIds.empty()) {
@@ -121,6 +167,26 @@ int main(int argc, char **argv) {
                tokens.size(), generation->tokens.size(), generation->finishReason.c_str(),
                generation->timeToFirstTokenSeconds * 1e3, generation->decodeTokensPerSecond,
                generation->totalSeconds);
+  if (profileOps) {
+    for (bool decode : {true, false}) {
+      std::vector<std::pair<std::string, OpTime>> rows;
+      double total = 0;
+      for (const auto &[key, t] : opTimes)
+        if (key.first == decode) {
+          rows.emplace_back(key.second, t);
+          total += t.seconds;
+        }
+      if (rows.empty())
+        continue;
+      std::sort(rows.begin(), rows.end(),
+                [](const auto &a, const auto &b) { return a.second.seconds > b.second.seconds; });
+      std::fprintf(stderr, "volt-run: ops of the %s steps (rank 0): %.1f ms in all\n",
+                   decode ? "decode (one-token)" : "other", total * 1e3);
+      for (const auto &[kind, t] : rows)
+        std::fprintf(stderr, "volt-run:   %-44s %7ld calls %10.2f ms %5.1f %%\n", kind.c_str(),
+                     t.calls, t.seconds * 1e3, 100.0 * t.seconds / total);
+    }
+  }
   if (s.engine().config().numSpeculativeTokens > 0) {
     const volt::engine::SpecDecodeStats sd = s.engine().stats().specDecode;
     std::fprintf(stderr,

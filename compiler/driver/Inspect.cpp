@@ -274,6 +274,7 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
                  {"max_num_batched_tokens", p.limits()->max_num_batched_tokens()},
                  {"max_logits_rows", plan::maxLogitsRows(*p.limits())},
                  {"speculative", speculative},
+                 {"generation_defaults", plan::generationDefaultsOf(p).describe()},
                  {"device_bytes", budget ? budget->device_bytes() : 0},
                  {"gpu_memory_utilization", budget ? budget->gpu_memory_utilization() : 0.0f},
                  {"ranks", ranks},
@@ -301,6 +302,8 @@ std::string formatInspectReport(const InspectReport &report) {
       out << " (the checkpoint's MTP head, greedy)";
     out << ", up to " << j["max_logits_rows"] << " logits rows per step\n";
   }
+  out << "  sampling defaults (generation_config.json): "
+      << j["generation_defaults"].get<std::string>() << "\n";
   auto row = [&](const std::string &what, uint64_t bytes, const std::string &note = "") {
     char buf[384];
     std::snprintf(buf, sizeof buf, "    %-28s %12s  %s\n", what.c_str(), formatBytes(bytes).c_str(),

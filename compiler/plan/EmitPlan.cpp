@@ -171,11 +171,16 @@ Result<ModelFiles> readModelFiles(const std::filesystem::path &dir) {
     files.chatTemplate = parsed->source();
   }
   if (std::filesystem::is_regular_file(dir / "generation_config.json", ec)) {
-    auto json = model::readJsonFile(dir / "generation_config.json");
+    const std::filesystem::path path = dir / "generation_config.json";
+    auto json = model::readJsonFile(path);
     if (!json)
       return json.error();
     if (!json->is_object())
-      return Error((dir / "generation_config.json").string() + ": expected a JSON object");
+      return Error(path.string() + ": expected a JSON object");
+    auto defaults = engine::parseGenerationDefaults(json->dump(), path.string());
+    if (!defaults)
+      return defaults.error();
+    files.generationDefaults = *defaults;
   }
   return files;
 }
@@ -318,10 +323,21 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
 
   auto u32 = [&](StringRef name) { return static_cast<uint32_t>(intOf(modelAttr, name)); };
   std::vector<int32_t> eos = eosTokenIds(model.dir);
+  const engine::GenerationDefaults &gd = files.generationDefaults;
+  auto optional = [](const auto &value) {
+    using T = typename std::decay_t<decltype(value)>::value_type;
+    return value ? fb::Optional<T>(*value) : fb::Optional<T>(fb::nullopt);
+  };
+  fb::Offset<GenerationDefaults> generationDefaults = 0;
+  if (!gd.empty())
+    generationDefaults =
+        CreateGenerationDefaults(b, optional(gd.temperature), optional(gd.topP),
+                                 optional(gd.topK), optional(gd.minP),
+                                 optional(gd.repetitionPenalty));
   auto modelInfo = CreateModelInfo(
       b, b.CreateString(model.config.architecture), u32("vocab_size"), u32("hidden_size"),
       u32("num_layers"), u32("num_heads"), u32("num_kv_heads"), u32("head_dim"), u32("num_experts"),
-      u32("top_k"), u32("max_position_embeddings"), b.CreateVector(eos));
+      u32("top_k"), u32("max_position_embeddings"), b.CreateVector(eos), -1, generationDefaults);
   auto limits = CreateLimits(b, static_cast<uint32_t>(intOf(deployment, "max_model_len")),
                              static_cast<uint32_t>(intOf(deployment, "max_num_seqs")),
                              static_cast<uint32_t>(maxTokens),

@@ -12,6 +12,7 @@
 
 #include "compiler/model/Model.h"
 #include "compiler/spec/DeploySpec.h"
+#include "runtime/engine/GenerationDefaults.h"
 #include "runtime/support/Status.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -32,6 +33,8 @@ struct ModelFiles {
   std::string tokenizerJson;
   std::string tokenizerConfig;
   std::string chatTemplate;
+  /// generation_config.json's sampling fields (none without the file).
+  engine::GenerationDefaults generationDefaults;
 };
 
 /// Reads and checks the files above; compile calls it before any expensive

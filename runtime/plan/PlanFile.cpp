@@ -103,6 +103,27 @@ Status checkSpeculative(const Plan &p, const std::string &name) {
   return Status::success();
 }
 
+} // namespace
+
+engine::GenerationDefaults generationDefaultsOf(const Plan &p) {
+  engine::GenerationDefaults d;
+  const GenerationDefaults *g = p.model() ? p.model()->generation_defaults() : nullptr;
+  if (!g)
+    return d;
+  auto take = [](auto optional, auto &field) {
+    if (optional.has_value())
+      field = optional.value();
+  };
+  take(g->temperature(), d.temperature);
+  take(g->top_p(), d.topP);
+  take(g->top_k(), d.topK);
+  take(g->min_p(), d.minP);
+  take(g->repetition_penalty(), d.repetitionPenalty);
+  return d;
+}
+
+namespace {
+
 /// Structural checks the verifier cannot make: counts and ranges that must
 /// agree with one another.
 Status checkConsistency(const Plan &p, const std::string &name) {
@@ -118,6 +139,9 @@ Status checkConsistency(const Plan &p, const std::string &name) {
     return Error(name + ": the plan's vocabulary size and limits must be positive");
   VOLT_RETURN_IF_ERROR(checkSampler(p, name));
   VOLT_RETURN_IF_ERROR(checkSpeculative(p, name));
+  if (std::string problem = engine::generationDefaultsProblem(generationDefaultsOf(p));
+      !problem.empty())
+    return Error(name + ": model.generation_defaults: " + problem);
   for (const Rank *r : *p.ranks()) {
     std::string where = name + ": rank " + std::to_string(r->rank());
     if (!r->ops() || !r->buffers() || !r->weights() || !r->pack() || !r->caches())
@@ -219,6 +243,11 @@ Status checkConsistency(const Plan &p, const std::string &name) {
 }
 
 } // namespace
+
+uint64_t LoadedPlan::fileChecksum() const {
+  std::span<const uint8_t> bytes = file_->bytes();
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
 
 Status LoadedPlan::verifyBuffer(std::span<const uint8_t> bytes, const std::string &name) {
   if (bytes.size() < 8 || !PlanBufferHasIdentifier(bytes.data()))

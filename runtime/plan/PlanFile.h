@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/engine/GenerationDefaults.h"
 #include "runtime/schema/PlanFormat.h"
 #include "runtime/support/MappedFile.h"
 #include "runtime/support/Status.h"
@@ -34,6 +35,10 @@ struct LoadOptions {
   bool loadWeights = true;
 };
 
+/// The plan's ModelInfo.generation_defaults (empty when it has none); the
+/// loader checks them against vLLM's ranges.
+engine::GenerationDefaults generationDefaultsOf(const Plan &plan);
+
 class LoadedPlan {
 public:
   /// Loads `path` and, beside it, the packs it names.
@@ -44,6 +49,8 @@ public:
   static Status verifyBuffer(std::span<const uint8_t> bytes, const std::string &name);
 
   const Plan &plan() const { return *plan_; }
+  /// XXH3-64 of the plan file's bytes (not the packs'): names this plan.
+  uint64_t fileChecksum() const;
   const std::filesystem::path &path() const { return path_; }
   /// Whether the weight packs were loaded (LoadOptions::loadWeights).
   bool weightsLoaded() const { return !packs_.empty(); }

@@ -99,6 +99,7 @@ engine::EngineConfig engineConfigOf(const Plan &p) {
   return config;
 }
 
+
 DType operandDtype(const Rank &rank, const Operand &o) {
   if (o.kind() == OperandKind::Output)
     return o.index() == static_cast<uint32_t>(StepOutput::Hidden) ? DType::F16 : DType::F32;

@@ -337,6 +337,7 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
   ro.id = (chat ? "chatcmpl-" : "cmpl-") + requestId;
   ro.created = std::time(nullptr);
   ro.model = opts->model.empty() ? modelNames.front() : opts->model;
+  ro.systemFingerprint = systemFingerprint;
   ro.tokenizer = &tokenizer;
   ro.n = opts->n;
   for (const auto &tokens : prompts.tokens)

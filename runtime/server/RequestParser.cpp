@@ -249,8 +249,14 @@ MaybeError parsePrompt(const JsonFields &f, const ParseLimits &limits,
 /// Joins a message's text parts the way vLLM does for string-content
 /// templates ("\n" between parts).
 MaybeError normalizeContent(Json &content, const std::string &where) {
-  if (content.is_string() || content.is_null())
+  if (content.is_string())
     return std::nullopt;
+  // null (an assistant turn with only tool calls) renders as "", as vLLM
+  // does, not as the template's "None".
+  if (content.is_null()) {
+    content = "";
+    return std::nullopt;
+  }
   if (!content.is_array())
     return badRequest(where, where +
                                  ": expected a string, null or an array of content parts, "
@@ -399,6 +405,7 @@ ApiResult<CompletionRequest> parseCompletionRequest(std::string_view body,
                                 "cache_salt",
                                 "mm_processor_kwargs"}));
   CompletionRequest r;
+  limits.defaults.applyTo(r.sampling);
   VOLT_API_TRY(parseCommon(f, limits, r));
   VOLT_API_TRY(parsePrompt(f, limits, r.prompts));
   // OpenAI's default for completions.
@@ -503,6 +510,7 @@ ApiResult<ChatRequest> parseChatRequest(std::string_view body, const ParseLimits
                                 "cache_salt",
                                 "mm_processor_kwargs"}));
   ChatRequest r;
+  limits.defaults.applyTo(r.sampling);
   // Chat prompts come from the template, which writes its own special tokens.
   r.addSpecialTokens = false;
   VOLT_API_TRY(parseCommon(f, limits, r));

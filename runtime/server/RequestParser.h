@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/engine/GenerationDefaults.h"
 #include "runtime/engine/SamplingParams.h"
 #include "runtime/server/ApiError.h"
 
@@ -35,6 +36,10 @@ struct ParseLimits {
   int32_t maxLogprobs = 20;
   /// Most choices one request may ask for (prompts x n).
   int32_t maxChoices = 128;
+  /// The sampling fields a request leaves unset take these (the model's
+  /// generation_config.json, as vLLM's --generation-config auto), else
+  /// vLLM's defaults.
+  engine::GenerationDefaults defaults;
 };
 
 /// One prompt of a completion request: text, or token ids.

@@ -114,6 +114,7 @@ Json ResponseBuilder::chunk(Json choices) const {
               {"object", chat ? "chat.completion.chunk" : "text_completion"},
               {"created", o_.created},
               {"model", o_.model},
+              {"system_fingerprint", fingerprint()},
               {"choices", std::move(choices)}};
 }
 
@@ -160,6 +161,7 @@ std::string ResponseBuilder::streamEvents(const std::vector<ChoiceEvent> &events
       c.finish = o.finishReason;
       c.stopTokenId = o.stopTokenId;
       c.stopString = o.stopString;
+      c.cachedPromptTokens = o.usage.cachedPromptTokens;
       if (!o.error.empty() && error_.empty())
         error_ = o.error;
     }
@@ -215,6 +217,7 @@ void ResponseBuilder::add(const std::vector<ChoiceEvent> &events) {
       c.finish = o.finishReason;
       c.stopTokenId = o.stopTokenId;
       c.stopString = o.stopString;
+      c.cachedPromptTokens = o.usage.cachedPromptTokens;
       if (!o.error.empty() && error_.empty())
         error_ = o.error;
     }
@@ -249,6 +252,7 @@ Json ResponseBuilder::response() const {
               {"object", chat ? "chat.completion" : "text_completion"},
               {"created", o_.created},
               {"model", o_.model},
+              {"system_fingerprint", fingerprint()},
               {"choices", std::move(choices)},
               {"usage", usage()}};
 }
@@ -267,9 +271,22 @@ int32_t ResponseBuilder::completionTokens() const {
   return total;
 }
 
+Json ResponseBuilder::fingerprint() const {
+  return o_.systemFingerprint.empty() ? Json() : Json(o_.systemFingerprint);
+}
+
 Json ResponseBuilder::usage() const {
   int32_t p = promptTokens(), g = completionTokens();
-  return Json{{"prompt_tokens", p}, {"total_tokens", p + g}, {"completion_tokens", g}};
+  // Each prompt is counted once (as prompt_tokens is): its first choice's
+  // prefix-cache hits (OpenAI's and vLLM's prompt_tokens_details).
+  int32_t cached = 0;
+  const size_t n = size_t(std::max(o_.n, 1));
+  for (size_t i = 0; i < choices_.size(); i += n)
+    cached += choices_[i].cachedPromptTokens;
+  return Json{{"prompt_tokens", p},
+              {"total_tokens", p + g},
+              {"completion_tokens", g},
+              {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 std::string ResponseBuilder::finishReasons() const {

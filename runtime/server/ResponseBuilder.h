@@ -31,6 +31,9 @@ struct ResponseOptions {
   std::string id;
   int64_t created = 0;
   std::string model;
+  /// OpenAI's system_fingerprint: names the plan and runtime that answered
+  /// (empty: null).
+  std::string systemFingerprint;
   const tok::Tokenizer *tokenizer = nullptr;
   /// Choices per prompt; choice i belongs to prompt i / n.
   int32_t n = 1;
@@ -81,6 +84,8 @@ private:
     engine::FinishReason finish = engine::FinishReason::None;
     std::optional<int32_t> stopTokenId;
     std::optional<std::string> stopString;
+    /// Prompt tokens whose KV came from the prefix cache (when finished).
+    int32_t cachedPromptTokens = 0;
   };
 
   /// Adds one output's logprobs to `into` (in this endpoint's shape).
@@ -92,6 +97,7 @@ private:
                                     const Choice *finished) const;
   nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
   nlohmann::ordered_json usage() const;
+  nlohmann::ordered_json fingerprint() const;
   static std::string sse(const nlohmann::ordered_json &data);
 
   ResponseOptions o_;

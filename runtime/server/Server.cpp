@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <random>
 
@@ -33,6 +35,8 @@ constexpr Route kRoutes[] = {
     {"GET", "/v1/models"},       {"GET", "/health"},
     {"GET", "/metrics"},         {"POST", "/tokenize"},
     {"POST", "/detokenize"},     {"GET", "/version"},
+    {"GET", "/ping"},            {"POST", "/ping"},
+    {"GET", "/load"},
 };
 
 /// The route a path belongs to, for metric labels ("other" if none).
@@ -45,7 +49,9 @@ std::string routeLabel(const std::string &path) {
   return "other";
 }
 
-bool isOpenPath(const std::string &path) { return path == "/health" || path == "/metrics"; }
+bool isOpenPath(const std::string &path) {
+  return path == "/health" || path == "/ping" || path == "/metrics";
+}
 
 /// Whether a Content-Type header names JSON: its media type (before any
 /// parameters) is application/json, in any case.
@@ -219,8 +225,10 @@ void Server::Impl::registerRoutes() {
     }
     // Request bodies are JSON, said so: a page of any origin can make a
     // browser send a text/plain or form POST without asking (no preflight),
-    // but not an application/json one.
-    if (req.method == "POST" && !isJsonContentType(req.get_header_value("Content-Type"))) {
+    // but not an application/json one. POST /ping reads no body and runs
+    // nothing.
+    if (req.method == "POST" && req.path != "/ping" &&
+        !isJsonContentType(req.get_header_value("Content-Type"))) {
       const std::string found = req.get_header_value("Content-Type");
       ApiError e;
       e.status = 415;
@@ -251,6 +259,17 @@ void Server::Impl::registerRoutes() {
     if (readySession(res, false))
       res.status = 200;
   });
+  // vLLM's (and SageMaker's) liveness check: /health's answer, GET or POST.
+  auto ping = [this](const httplib::Request &, httplib::Response &res) {
+    if (readySession(res, false))
+      res.status = 200;
+  };
+  http.Get("/ping", ping);
+  http.Post("/ping", ping);
+  // vLLM's /load: the generation requests in flight.
+  http.Get("/load", [this](const httplib::Request &, httplib::Response &res) {
+    sendJson(res, Json{{"server_load", activeGenerations.load()}});
+  });
   http.Get("/version", [this](const httplib::Request &, httplib::Response &res) {
     sendJson(res, Json{{"version", VOLT_VERSION}});
   });
@@ -264,6 +283,31 @@ void Server::Impl::registerRoutes() {
   });
 
   auto modelCard = [this](const std::string &name) {
+    // The sampling defaults requests get (--generation-config), with
+    // generation_config.json's names.
+    const engine::GenerationDefaults &d = limits.defaults;
+    // The FP32 values at their shortest (0.9, not 0.8999999761581421).
+    auto number = [](float v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+      for (int digits = 1; digits <= 9; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+        if (std::strtof(buf, nullptr) == v)
+          break;
+      }
+      return std::strtod(buf, nullptr);
+    };
+    Json defaults = Json::object();
+    if (d.temperature)
+      defaults["temperature"] = number(*d.temperature);
+    if (d.topP)
+      defaults["top_p"] = number(*d.topP);
+    if (d.topK)
+      defaults["top_k"] = *d.topK;
+    if (d.minP)
+      defaults["min_p"] = number(*d.minP);
+    if (d.repetitionPenalty)
+      defaults["repetition_penalty"] = number(*d.repetitionPenalty);
     return Json{{"id", name},
                 {"object", "model"},
                 {"created", createdAt},
@@ -271,6 +315,7 @@ void Server::Impl::registerRoutes() {
                 {"root", options.planPath.empty() ? name : options.planPath},
                 {"parent", Json()},
                 {"max_model_len", maxModelLen},
+                {"default_sampling_params", std::move(defaults)},
                 {"permission", Json::array()}};
   };
   http.Get("/v1/models", [this, modelCard](const httplib::Request &, httplib::Response &res) {
@@ -430,7 +475,7 @@ int Server::port() const { return impl_->port; }
 const std::string &Server::host() const { return impl_->options.host; }
 std::vector<std::string> Server::servedModelNames() const { return impl_->modelNames; }
 
-void Server::attach(serving::Session &session) {
+void Server::attach(serving::Session &session, const engine::GenerationDefaults &defaults) {
   Impl &s = *impl_;
   if (s.draining.load() || s.session.load())
     return;
@@ -441,10 +486,33 @@ void Server::attach(serving::Session &session) {
   const engine::EngineConfig &config = session.engine().config();
   s.limits.vocabSize = config.vocabSize;
   s.limits.maxLogprobs = config.maxLogprobs;
+  s.limits.defaults = defaults;
   s.engineInfo.numKvBlocks = config.numKvBlocks;
   s.engineInfo.blockSize = config.blockSize;
   s.engineInfo.numSpeculativeTokens = config.numSpeculativeTokens;
   s.maxModelLen = config.maxModelLen;
+  {
+    // FNV-1a over the version, the plan file's checksum and each rank's
+    // pack checksum.
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) {
+      for (int i = 0; i < 8; ++i) {
+        h ^= (v >> (8 * i)) & 0xFF;
+        h *= 1099511628211ull;
+      }
+    };
+    for (char c : std::string(VOLT_VERSION))
+      mix(static_cast<unsigned char>(c));
+    mix(session.planChecksum());
+    const plan::Plan &p = session.plan();
+    if (p.ranks())
+      for (const plan::Rank *r : *p.ranks())
+        if (r->pack())
+          mix(r->pack()->checksum());
+    char buf[24];
+    std::snprintf(buf, sizeof buf, "fp_%016llx", static_cast<unsigned long long>(h));
+    s.systemFingerprint = buf;
+  }
   engine::Engine &engine = session.engine();
   s.engineThread = std::thread([&engine] { engine.run(); });
   s.session.store(&session);

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/engine/GenerationDefaults.h"
 #include "runtime/serving/Session.h"
 #include "runtime/support/Status.h"
 
@@ -82,8 +83,9 @@ public:
   std::vector<std::string> servedModelNames() const;
 
   /// Serves `session` (which must outlive the server): starts the engine
-  /// loop; /health turns 200.
-  void attach(serving::Session &session);
+  /// loop; /health turns 200. `defaults` fill the sampling fields a request
+  /// leaves unset (vLLM's --generation-config; empty: vLLM's own defaults).
+  void attach(serving::Session &session, const engine::GenerationDefaults &defaults = {});
   /// Starts a graceful shutdown and returns. Thread-safe; a second call
   /// cancels the requests in flight at once.
   void beginShutdown();

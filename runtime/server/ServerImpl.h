@@ -65,6 +65,9 @@ struct Server::Impl {
   ParseLimits limits;
   EngineInfo engineInfo;
   int32_t maxModelLen = 0;
+  /// "fp_" and 16 hex digits of a hash of the runtime version, the plan
+  /// file and its weight packs' checksums: changes when any does.
+  std::string systemFingerprint;
   int64_t createdAt = 0;
 
   Metrics metrics;

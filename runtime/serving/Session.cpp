@@ -129,6 +129,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
   }
 
   engine::EngineConfig config = plan::engineConfigOf(p);
+  s->generationDefaults_ = plan::generationDefaultsOf(p);
   if (options.samplerThreads < 0 || options.samplerThreads > 256)
     return Error("sampler threads: expected 0 (one per core) to 256, found " +
                  std::to_string(options.samplerThreads));

@@ -9,6 +9,7 @@
 
 #include "runtime/chat/ChatTemplate.h"
 #include "runtime/engine/Engine.h"
+#include "runtime/engine/GenerationDefaults.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
@@ -65,6 +66,11 @@ public:
   /// Whether the weights are synthetic (SessionOptions::syntheticWeights).
   bool syntheticWeights() const { return syntheticWeights_; }
   double loadSeconds() const { return loadSeconds_; }
+  /// The sampling defaults of the checkpoint's generation_config.json that
+  /// the plan carries (empty: none).
+  const engine::GenerationDefaults &generationDefaults() const { return generationDefaults_; }
+  /// The plan file's checksum (LoadedPlan::fileChecksum).
+  uint64_t planChecksum() const { return loaded_->fileChecksum(); }
   const std::string &servedModelName() const { return servedModelName_; }
 
   /// A streaming detokenizer for one request.
@@ -89,6 +95,7 @@ private:
   std::string backendName_, backendReason_, servedModelName_;
   double loadSeconds_ = 0;
   bool syntheticWeights_ = false;
+  engine::GenerationDefaults generationDefaults_;
 };
 
 } // namespace volt::serving

@@ -14,6 +14,10 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <iterator>
 #include <cstdio>
 #include <thread>
 
@@ -77,8 +81,37 @@ int serve(int argc, char **argv) {
                "benchmarking only: load the plan without its weight packs and fill the GPU's "
                "weight memory with pseudo-random values (cuda backend; the output is "
                "meaningless text)");
+  std::string generationConfig = "auto";
+  app.add_option("--generation-config", generationConfig,
+                 "sampling defaults for fields a request leaves unset: auto (the model's "
+                 "generation_config.json, carried by the plan), vllm (vLLM's own defaults), "
+                 "or a folder holding a generation_config.json")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   o.planPath = planPath;
+  // A folder's generation_config.json is read before anything is loaded, so
+  // that a bad one fails at once.
+  std::optional<volt::engine::GenerationDefaults> folderDefaults;
+  if (generationConfig != "auto" && generationConfig != "vllm") {
+    const std::filesystem::path file =
+        std::filesystem::path(generationConfig) / "generation_config.json";
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr,
+                   "volt-serve: error: --generation-config: %s: cannot be read (expected auto, "
+                   "vllm or a folder with a generation_config.json)\n",
+                   file.string().c_str());
+      return 1;
+    }
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto parsed = volt::engine::parseGenerationDefaults(text, file.string());
+    if (!parsed) {
+      std::fprintf(stderr, "volt-serve: error: --generation-config: %s\n",
+                   parsed.message().c_str());
+      return 1;
+    }
+    folderDefaults = *parsed;
+  }
   o.accessLog = noAccessLog ? nullptr : stderr;
 
   // Signals are taken by one thread with sigwait, so every other thread
@@ -139,7 +172,19 @@ int serve(int argc, char **argv) {
   std::fprintf(stderr, "volt-serve: plan %s\n%s%s", planPath.c_str(),
                volt::server::describePlan(**session).c_str(),
                volt::server::describeLimits(o).c_str());
-  srv.attach(**session);
+  volt::engine::GenerationDefaults defaults;
+  if (folderDefaults)
+    defaults = *folderDefaults;
+  else if (generationConfig == "auto")
+    defaults = (*session)->generationDefaults();
+  if (!defaults.empty())
+    std::fprintf(stderr,
+                 "volt-serve: default sampling parameters from %s: %s (a request that sets a "
+                 "field overrides it; --generation-config vllm turns this off)\n",
+                 folderDefaults ? (generationConfig + "/generation_config.json").c_str()
+                                : "the model's generation_config.json",
+                 defaults.describe().c_str());
+  srv.attach(**session, defaults);
   std::vector<std::string> names = srv.servedModelNames();
   if (!names.empty())
     std::fprintf(stderr, "volt-serve: ready: serving '%s' at http://%s:%d/v1\n",

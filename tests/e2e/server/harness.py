@@ -49,6 +49,45 @@ def speculative_plan(k=4):
     return path
 
 
+def prefix_cache_plan():
+    """tiny_plan()'s model compiled with enable_prefix_caching."""
+    tiny_plan()
+    path = os.path.join(_plan_dir, "prefix.vplan")
+    if not os.path.exists(path):
+        spec = os.path.join(_plan_dir, "prefix.yaml")
+        with open(spec, "w") as f:
+            f.write("model: model\ntarget: cpu\nmax_num_seqs: 32\nmax_num_batched_tokens: 256\n"
+                    "enable_prefix_caching: true\n")
+        subprocess.run([binary("voltc"), "compile", spec, "-o", path],
+                       check=True, capture_output=True)
+    return path
+
+
+def generation_config_plan(fields):
+    """tiny_plan()'s weights in a model folder whose generation_config.json
+    also has the sampling `fields` (a dict), compiled; returns the plan."""
+    import json
+    tiny_plan()
+    name = "gen_" + "_".join(f"{k}{v}" for k, v in sorted(fields.items()))
+    path = os.path.join(_plan_dir, name + ".vplan")
+    if not os.path.exists(path):
+        model = os.path.join(_plan_dir, name)
+        shutil.copytree(os.path.join(_plan_dir, "model"), model)
+        config_path = os.path.join(model, "generation_config.json")
+        with open(config_path) as f:
+            config = json.load(f)
+        config.update(fields)
+        with open(config_path, "w") as f:
+            json.dump(config, f)
+        spec = os.path.join(_plan_dir, name + ".yaml")
+        with open(spec, "w") as f:
+            f.write(f"model: {name}\ntarget: cpu\nmax_num_seqs: 32\n"
+                    "max_num_batched_tokens: 256\n")
+        subprocess.run([binary("voltc"), "compile", spec, "-o", path],
+                       check=True, capture_output=True)
+    return path
+
+
 def tiny_plan():
     """The path of a tiny qwen3-moe plan for the cpu backend (built once)."""
     global _plan_dir

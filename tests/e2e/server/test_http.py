@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -257,6 +258,60 @@ class ErrorsTest(unittest.TestCase):
                      "volt:e2e_request_latency_seconds_count", "volt:requests_rejected_total"]:
             self.assertIn(name, names)
 
+    def test_vllm_endpoints_and_response_fields(self):
+        # /ping (GET and POST) answers as /health; /load counts generations
+        # in flight.
+        for method in ("GET", "POST"):
+            status, _, data = self.server.request(method, "/ping")
+            self.assertEqual((status, data), (200, b""), method)
+        status, headers, data = self.server.request("PUT", "/ping")
+        self.assertEqual(status, 405, data)
+        self.assertEqual(headers["allow"], "GET, POST")
+        status, _, data = self.server.request("GET", "/load")
+        self.assertEqual((status, json.loads(data)), (200, {"server_load": 0}))
+        conn, resp = open_stream(self.server.port, "/v1/completions", dict(LONG, max_tokens=400))
+        try:
+            first = json.loads(read_event(resp)[len(b"data: "):])
+            self.assertRegex(first["system_fingerprint"], r"^fp_[0-9a-f]{16}$")
+            status, _, data = self.server.request("GET", "/load")
+            self.assertEqual(json.loads(data), {"server_load": 1})
+        finally:
+            conn.close()
+        # system_fingerprint names this plan and runtime, the same on every
+        # response; prompt_tokens_details counts the prefix-cache hits (none
+        # here: this plan has no prefix caching).
+        prompt = list(range(40, 80))
+        status, _, a = self.server.post("/v1/completions", {"prompt": prompt, "max_tokens": 2})
+        self.assertEqual(status, 200, a)
+        self.assertEqual(a["system_fingerprint"], first["system_fingerprint"])
+        self.assertEqual(a["usage"]["prompt_tokens_details"], {"cached_tokens": 0})
+        with harness.Server(plan=harness.prefix_cache_plan()) as cached:
+            for expected in (0, 32):  # 40 tokens: two full 16-token blocks
+                status, _, b = cached.post("/v1/completions",
+                                           {"prompt": prompt, "max_tokens": 2, "n": 2})
+                self.assertEqual(status, 200, b)
+                self.assertEqual(b["usage"]["prompt_tokens_details"],
+                                 {"cached_tokens": expected})
+            # Another plan: another fingerprint.
+            self.assertRegex(b["system_fingerprint"], r"^fp_[0-9a-f]{16}$")
+            self.assertNotEqual(b["system_fingerprint"], first["system_fingerprint"])
+            self.assertEqual(cached.stop(), 0)
+        status, _, c = self.server.post(
+            "/v1/chat/completions", {"messages": [{"role": "user", "content": "x"}],
+                                     "max_tokens": 1})
+        self.assertEqual(status, 200, c)
+        self.assertEqual(c["system_fingerprint"], first["system_fingerprint"])
+        self.assertIn("prompt_tokens_details", c["usage"])
+        # content: null renders as "" (as vLLM), never as "None".
+        messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None},
+                    {"role": "user", "content": "again"}]
+        status, _, t = self.server.post("/tokenize", {"messages": messages})
+        self.assertEqual(status, 200, t)
+        status, _, text = self.server.post("/detokenize", {"tokens": t["tokens"]})
+        self.assertEqual(status, 200, text)
+        self.assertNotIn("None", text["prompt"])
+        self.assertIn("again", text["prompt"])
+
     def test_request_id_and_access_log(self):
         status, headers, _ = self.server.post("/v1/completions", {"prompt": "x", "max_tokens": 2},
                                               headers={"X-Request-Id": "req-abc-123"})
@@ -303,6 +358,83 @@ class UnknownFieldsTest(unittest.TestCase):
             status, _, body = server.post("/v1/completions", {"prompt": "x", "max_tokens": "2"})
             check_error(self, status, body, 400, param="max_tokens")
             self.assertEqual(server.stop(), 0)
+
+
+class GenerationConfigTest(unittest.TestCase):
+    """The model's generation_config.json sampling fields fill what a request
+    leaves unset (vLLM's --generation-config auto); vllm turns that off."""
+
+    def test_defaults_apply_to_unset_fields_only(self):
+        # top_k 1 makes any unset-temperature request greedy: the observable
+        # sign that the default applied.
+        plan = harness.generation_config_plan({"top_k": 1, "top_p": 0.9})
+        body = {"prompt": [5, 6, 7], "max_tokens": 12, "seed": 3, "ignore_eos": True}
+        with harness.Server(plan=plan) as server:
+            self.assertTrue(any("default sampling parameters from the model's "
+                                "generation_config.json: top_p 0.9, top_k 1" in l
+                                for l in server.stderr_lines), server.stderr_lines)
+            status, _, models = server.request("GET", "/v1/models")
+            self.assertEqual(status, 200, models)
+            models = json.loads(models)
+            self.assertEqual(models["data"][0]["default_sampling_params"],
+                             {"top_k": 1, "top_p": 0.9})
+            status, _, greedy = server.post("/v1/completions", dict(body, temperature=0))
+            self.assertEqual(status, 200, greedy)
+            status, _, defaulted = server.post("/v1/completions", body)
+            self.assertEqual(status, 200, defaulted)
+            self.assertEqual(defaulted["choices"][0]["text"], greedy["choices"][0]["text"])
+            # A request that sets the fields overrides the defaults: top_k -1
+            # and top_p 1 sample the whole vocabulary again.
+            status, _, sampled = server.post("/v1/completions", dict(body, top_k=-1, top_p=1))
+            self.assertEqual(status, 200, sampled)
+            self.assertNotEqual(sampled["choices"][0]["text"], greedy["choices"][0]["text"])
+            status, _, chat = server.post(
+                "/v1/chat/completions",
+                {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "seed": 4,
+                 "ignore_eos": True})
+            status0, _, chat0 = server.post(
+                "/v1/chat/completions",
+                {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 8,
+                 "temperature": 0, "ignore_eos": True})
+            self.assertEqual((status, status0), (200, 200), (chat, chat0))
+            self.assertEqual(chat["choices"][0]["message"]["content"],
+                             chat0["choices"][0]["message"]["content"])
+            self.assertEqual(server.stop(), 0)
+        # --generation-config vllm: vLLM's defaults (top_k off), so the seeded
+        # request samples.
+        with harness.Server("--generation-config", "vllm", plan=plan) as server:
+            self.assertFalse(any("default sampling parameters" in l for l in server.stderr_lines))
+            status, _, models = server.request("GET", "/v1/models")
+            self.assertEqual(json.loads(models)["data"][0]["default_sampling_params"], {})
+            status, _, plain = server.post("/v1/completions", body)
+            self.assertEqual(status, 200, plain)
+            self.assertEqual(plain["choices"][0]["text"], sampled["choices"][0]["text"])
+            self.assertEqual(server.stop(), 0)
+
+    def test_a_folder_and_its_errors(self):
+        folder = os.path.join(os.path.dirname(harness.tiny_plan()), "genfolder")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "generation_config.json"), "w") as f:
+            json.dump({"temperature": 0.5, "repetition_penalty": 1.1}, f)
+        with harness.Server("--generation-config", folder) as server:
+            self.assertTrue(any("default sampling parameters from " + folder +
+                                "/generation_config.json: temperature 0.5, "
+                                "repetition_penalty 1.1" in l for l in server.stderr_lines),
+                            server.stderr_lines)
+            self.assertEqual(server.stop(), 0)
+        with open(os.path.join(folder, "generation_config.json"), "w") as f:
+            json.dump({"top_p": 1.5}, f)
+        for flag, message in [
+                (folder, "generation_config.json: field 'top_p': 1.5 is out of range "
+                         "(above 0 and at most 1)"),
+                (folder + "/missing", "generation_config.json: cannot be read (expected auto, "
+                                      "vllm or a folder with a generation_config.json)")]:
+            proc = subprocess.run([harness.binary("volt-serve"), "--port", "0",
+                                   "--generation-config", flag, harness.tiny_plan()],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn("volt-serve: error: --generation-config: ", proc.stderr)
+            self.assertIn(message, proc.stderr)
 
 
 class SpeculativeTest(unittest.TestCase):

@@ -5,6 +5,7 @@ volt_fuzz_target(server_request_fuzzer
           runtime/server/RequestParser.cpp
           runtime/server/JsonFields.cpp
           runtime/server/ApiError.cpp
+          runtime/engine/GenerationDefaults.cpp
           runtime/engine/SamplingParams.cpp
           runtime/support/Strings.cpp
   LIBS nlohmann_json::nlohmann_json

@@ -104,6 +104,11 @@ TEST_F(GenerationTest, ChoicesRunToTheirEnd) {
   o.topLogprobs = 1;
   o.returnTokensAsTokenIds = true;
   // Two prompts of one choice each.
+  // Prefix-cache hits reach usage once per prompt (as if the engine had
+  // found 5 and 7 cached tokens; this engine has no prefix cache).
+  for (ChoiceEvent &e : events)
+    if (e.output.finished)
+      e.output.usage.cachedPromptTokens = e.choice == 0 ? 5 : 7;
   ResponseBuilder b(o, 2);
   b.add(events);
   Json r = b.response();
@@ -113,8 +118,9 @@ TEST_F(GenerationTest, ChoicesRunToTheirEnd) {
   // EOS ends the second; its text is left out.
   EXPECT_EQ(r["choices"][1]["text"], "<61><62>");
   EXPECT_EQ(r["choices"][1]["finish_reason"], "stop");
-  EXPECT_EQ(r["usage"],
-            Json::parse(R"({"prompt_tokens":3,"total_tokens":9,"completion_tokens":6})"));
+  EXPECT_EQ(r["usage"], Json::parse(R"({"prompt_tokens":3,"total_tokens":9,"completion_tokens":6,
+                                        "prompt_tokens_details":{"cached_tokens":12}})"));
+  EXPECT_TRUE(r["system_fingerprint"].is_null());
   const Json &lp = r["choices"][0]["logprobs"];
   EXPECT_EQ(lp["tokens"], Json::parse(R"(["token_id:3","token_id:4","token_id:5"])"));
   EXPECT_EQ(lp["text_offset"], Json::parse("[0, 10, 20]"));

@@ -1,10 +1,17 @@
 //===- Metrics.cpp --------------------------------------------------------===//
 #include "runtime/server/Metrics.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 namespace volt::server {
 namespace {
@@ -51,7 +58,53 @@ void header(std::string &out, const std::string &name, const char *type, const c
 }
 
 void sample(std::string &out, const std::string &name, const std::string &labels, double v) {
-  out += name + "{" + labels + "} " + formatNumber(v) + "\n";
+  out += labels.empty() ? name + " " : name + "{" + labels + "} ";
+  out += formatNumber(v) + "\n";
+}
+
+/// The process_* metrics of Prometheus client libraries, from /proc.
+void renderProcessMetrics(std::string &out) {
+  // /proc/self/stat: utime and stime (clock ticks) are fields 14 and 15,
+  // starttime (ticks after boot) field 22, vsize (bytes) 23, rss (pages) 24.
+  std::ifstream statFile("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(statFile)), std::istreambuf_iterator<char>());
+  size_t close = stat.rfind(')'); // the command name may hold spaces
+  if (close == std::string::npos)
+    return;
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f{std::istream_iterator<std::string>(fields),
+                             std::istream_iterator<std::string>()};
+  // f[0] is field 3 (state).
+  auto field = [&](size_t n) { return n - 3 < f.size() ? std::strtod(f[n - 3].c_str(), nullptr) : 0; };
+  const double ticks = double(sysconf(_SC_CLK_TCK));
+  const double page = double(sysconf(_SC_PAGESIZE));
+  double bootTime = 0;
+  std::ifstream procStat("/proc/stat");
+  for (std::string line; std::getline(procStat, line);)
+    if (line.rfind("btime ", 0) == 0)
+      bootTime = std::strtod(line.c_str() + 6, nullptr);
+  int64_t fds = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++fds;
+  struct rlimit limit {};
+  getrlimit(RLIMIT_NOFILE, &limit);
+
+  header(out, "process_cpu_seconds_total", "counter", "Total user and system CPU time in seconds.");
+  sample(out, "process_cpu_seconds_total", "", (field(14) + field(15)) / ticks);
+  header(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+  sample(out, "process_resident_memory_bytes", "", field(24) * page);
+  header(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+  sample(out, "process_virtual_memory_bytes", "", field(23));
+  header(out, "process_start_time_seconds", "gauge",
+         "Start time of the process since the Unix epoch in seconds.");
+  sample(out, "process_start_time_seconds", "", bootTime + field(22) / ticks);
+  header(out, "process_open_fds", "gauge", "Number of open file descriptors.");
+  sample(out, "process_open_fds", "", double(fds));
+  header(out, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+  sample(out, "process_max_fds", "",
+         limit.rlim_cur == RLIM_INFINITY ? -1.0 : double(limit.rlim_cur));
 }
 
 } // namespace
@@ -90,10 +143,15 @@ void Histogram::render(std::string &out, const std::string &name, const std::str
   sample(out, name + "_count", labels, double(count_));
 }
 
-Metrics::Metrics(const std::string &modelName)
-    : modelLabel_("model_name=\"" + escapeLabel(modelName) + "\""), ttft_(kTtftBuckets),
-      interToken_(kInterTokenBuckets), e2e_(kRequestLatencyBuckets), queue_(kRequestLatencyBuckets),
-      requestPrompt_(tokenCountBuckets(1 << 20)), requestGeneration_(tokenCountBuckets(1 << 20)) {}
+Metrics::Metrics(const std::string &modelName, const std::string &prefix)
+    : prefix_(prefix), modelLabel_("model_name=\"" + escapeLabel(modelName) + "\""),
+      ttft_(kTtftBuckets), interToken_(kInterTokenBuckets), e2e_(kRequestLatencyBuckets),
+      queue_(kRequestLatencyBuckets), prefill_(kRequestLatencyBuckets),
+      decode_(kRequestLatencyBuckets), inference_(kRequestLatencyBuckets),
+      timePerOutputToken_(kInterTokenBuckets), requestPrompt_(tokenCountBuckets(1 << 20)),
+      requestGeneration_(tokenCountBuckets(1 << 20)) {}
+
+std::string Metrics::name(const char *family) const { return prefix_ + family; }
 
 void Metrics::setModelName(const std::string &modelName) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -125,8 +183,19 @@ void Metrics::observeFinished(engine::FinishReason reason, const engine::Request
   promptTokensOfFinished_ += uint64_t(std::max(promptTokens, 0));
   generationTokensOfFinished_ += uint64_t(std::max(generationTokens, 0));
   e2e_.observe(seconds(times.arrival, times.finished));
-  if (times.firstScheduled != engine::Clock::time_point{})
+  const engine::Clock::time_point unset{};
+  if (times.firstScheduled != unset) {
     queue_.observe(seconds(times.arrival, times.firstScheduled));
+    inference_.observe(seconds(times.firstScheduled, times.finished));
+    if (times.firstToken != unset)
+      prefill_.observe(seconds(times.firstScheduled, times.firstToken));
+  }
+  if (times.firstToken != unset) {
+    decode_.observe(seconds(times.firstToken, times.finished));
+    if (generationTokens > 1)
+      timePerOutputToken_.observe(seconds(times.firstToken, times.finished) /
+                                  (generationTokens - 1));
+  }
   requestPrompt_.observe(promptTokens);
   requestGeneration_.observe(generationTokens);
 }
@@ -138,105 +207,128 @@ std::string Metrics::render(const engine::EngineStats *stats, const EngineInfo &
   lock.unlock();
   engine::EngineStats s = stats ? *stats : engine::EngineStats{};
 
-  header(out, "volt:num_requests_running", "gauge", "Sequences in the engine's running batch.");
-  sample(out, "volt:num_requests_running", m, s.numRunning);
-  header(out, "volt:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.");
-  sample(out, "volt:num_requests_waiting", m, s.numWaiting);
-  header(out, "volt:kv_cache_usage_perc", "gauge",
+  header(out, name("num_requests_running"), "gauge", "Sequences in the engine's running batch.");
+  sample(out, name("num_requests_running"), m, s.numRunning);
+  header(out, name("num_requests_waiting"), "gauge", "Sequences waiting to be scheduled.");
+  sample(out, name("num_requests_waiting"), m, s.numWaiting);
+  header(out, name("kv_cache_usage_perc"), "gauge",
          "Fraction of KV-cache blocks held by sequences (1 = full).");
-  sample(out, "volt:kv_cache_usage_perc", m, s.kvCache.usage);
-  header(out, "volt:kv_cache_used_blocks", "gauge", "KV-cache blocks held by sequences.");
-  sample(out, "volt:kv_cache_used_blocks", m, s.kvCache.usedBlocks);
-  header(out, "volt:cache_config_info", "gauge", "KV-cache configuration (value is 1).");
-  sample(out, "volt:cache_config_info",
+  sample(out, name("kv_cache_usage_perc"), m, s.kvCache.usage);
+  // vLLM's name for it before V1, which dashboards still query.
+  header(out, name("gpu_cache_usage_perc"), "gauge",
+         "Fraction of KV-cache blocks held by sequences (kv_cache_usage_perc's former name).");
+  sample(out, name("gpu_cache_usage_perc"), m, s.kvCache.usage);
+  header(out, name("kv_cache_used_blocks"), "gauge", "KV-cache blocks held by sequences.");
+  sample(out, name("kv_cache_used_blocks"), m, s.kvCache.usedBlocks);
+  header(out, name("cache_config_info"), "gauge", "KV-cache configuration (value is 1).");
+  sample(out, name("cache_config_info"),
          m + ",block_size=\"" + std::to_string(info.blockSize) + "\",num_gpu_blocks=\"" +
              std::to_string(info.numKvBlocks) + "\"",
          1);
-  header(out, "volt:num_preemptions_total", "counter", "Sequences preempted (recomputed).");
-  sample(out, "volt:num_preemptions_total", m, double(s.numPreemptions));
-  header(out, "volt:prompt_tokens_total", "counter",
+  header(out, name("num_preemptions_total"), "counter", "Sequences preempted (recomputed).");
+  sample(out, name("num_preemptions_total"), m, double(s.numPreemptions));
+  header(out, name("prompt_tokens_total"), "counter",
          "Prompt tokens of requests, counted when first scheduled.");
-  sample(out, "volt:prompt_tokens_total", m, double(s.promptTokens));
-  header(out, "volt:generation_tokens_total", "counter", "Generated tokens.");
-  sample(out, "volt:generation_tokens_total", m, double(s.generationTokens));
-  header(out, "volt:prefix_cache_queries_total", "counter",
+  sample(out, name("prompt_tokens_total"), m, double(s.promptTokens));
+  header(out, name("generation_tokens_total"), "counter", "Generated tokens.");
+  sample(out, name("generation_tokens_total"), m, double(s.generationTokens));
+  header(out, name("prefix_cache_queries_total"), "counter",
          "Prompt tokens looked up in the prefix cache.");
-  sample(out, "volt:prefix_cache_queries_total", m, double(s.prefixCacheQueries));
-  header(out, "volt:prefix_cache_hits_total", "counter",
+  sample(out, name("prefix_cache_queries_total"), m, double(s.prefixCacheQueries));
+  header(out, name("prefix_cache_hits_total"), "counter",
          "Prompt tokens found in the prefix cache.");
-  sample(out, "volt:prefix_cache_hits_total", m, double(s.prefixCacheHits));
-  header(out, "volt:sampled_from_candidates_total", "counter",
+  sample(out, name("prefix_cache_hits_total"), m, double(s.prefixCacheHits));
+  header(out, name("sampled_from_candidates_total"), "counter",
          "Tokens sampled from the backend's candidates (no logits row crossed to the host).");
-  sample(out, "volt:sampled_from_candidates_total", m, double(s.sampledFromCandidates));
-  header(out, "volt:logits_rows_fetched_total", "counter",
+  sample(out, name("sampled_from_candidates_total"), m, double(s.sampledFromCandidates));
+  header(out, name("logits_rows_fetched_total"), "counter",
          "Tokens whose logits row was fetched because the candidates did not decide them.");
-  sample(out, "volt:logits_rows_fetched_total", m, double(s.rowsFetched));
+  sample(out, name("logits_rows_fetched_total"), m, double(s.rowsFetched));
   // vLLM's spec_decode counters; zero when the plan does not speculate.
-  header(out, "volt:spec_decode_num_drafts_total", "counter",
+  header(out, name("spec_decode_num_drafts_total"), "counter",
          "Speculative verify rounds (a sequence's drafts checked in one step).");
-  sample(out, "volt:spec_decode_num_drafts_total", m, double(s.specDecode.numDrafts));
-  header(out, "volt:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.");
-  sample(out, "volt:spec_decode_num_draft_tokens_total", m, double(s.specDecode.numDraftTokens));
-  header(out, "volt:spec_decode_num_accepted_tokens_total", "counter",
+  sample(out, name("spec_decode_num_drafts_total"), m, double(s.specDecode.numDrafts));
+  header(out, name("spec_decode_num_draft_tokens_total"), "counter", "Draft tokens verified.");
+  sample(out, name("spec_decode_num_draft_tokens_total"), m, double(s.specDecode.numDraftTokens));
+  header(out, name("spec_decode_num_accepted_tokens_total"), "counter",
          "Draft tokens the target's sampling agreed with (kept).");
-  sample(out, "volt:spec_decode_num_accepted_tokens_total", m,
+  sample(out, name("spec_decode_num_accepted_tokens_total"), m,
          double(s.specDecode.numAcceptedTokens));
-  header(out, "volt:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+  header(out, name("spec_decode_num_accepted_tokens_per_pos_total"), "counter",
          "Verify rounds whose draft at this position was kept.");
   for (int32_t j = 0; j < info.numSpeculativeTokens && j < engine::kMaxSpeculativeTokens; ++j)
-    sample(out, "volt:spec_decode_num_accepted_tokens_per_pos_total",
+    sample(out, name("spec_decode_num_accepted_tokens_per_pos_total"),
            m + ",position=\"" + std::to_string(j) + "\"",
            double(s.specDecode.acceptedPerPosition[size_t(j)]));
 
   lock.lock();
-  header(out, "volt:request_success_total", "counter",
+  header(out, name("request_success_total"), "counter",
          "Finished sequences (one per choice) by finish reason.");
   for (const char *reason : {"stop", "length", "abort"}) {
     auto it = finished_.find(reason);
-    sample(out, "volt:request_success_total", m + ",finished_reason=\"" + reason + "\"",
+    sample(out, name("request_success_total"), m + ",finished_reason=\"" + reason + "\"",
            it == finished_.end() ? 0 : double(it->second));
   }
-  header(out, "volt:request_prompt_tokens_total", "counter",
+  header(out, name("request_prompt_tokens_total"), "counter",
          "Prompt tokens of finished sequences.");
-  sample(out, "volt:request_prompt_tokens_total", m, double(promptTokensOfFinished_));
-  header(out, "volt:request_generation_tokens_total", "counter",
+  sample(out, name("request_prompt_tokens_total"), m, double(promptTokensOfFinished_));
+  header(out, name("request_generation_tokens_total"), "counter",
          "Generated tokens of finished sequences.");
-  sample(out, "volt:request_generation_tokens_total", m, double(generationTokensOfFinished_));
-  header(out, "volt:requests_rejected_total", "counter",
+  sample(out, name("request_generation_tokens_total"), m, double(generationTokensOfFinished_));
+  header(out, name("requests_rejected_total"), "counter",
          "Requests turned away before the engine, by reason.");
   for (const char *reason : {"concurrency", "queue_full", "loading", "shutting_down"}) {
     auto it = rejected_.find(reason);
-    sample(out, "volt:requests_rejected_total", m + ",reason=\"" + reason + "\"",
+    sample(out, name("requests_rejected_total"), m + ",reason=\"" + reason + "\"",
            it == rejected_.end() ? 0 : double(it->second));
   }
-  header(out, "volt:http_requests_total", "counter", "HTTP responses by route, method, status.");
+  header(out, name("http_requests_total"), "counter", "HTTP responses by route, method, status.");
   for (const auto &[key, count] : http_) {
     const auto &[handler, method, status] = key;
     std::string labels = m;
     labels += ",handler=\"" + escapeLabel(handler) + "\"";
     labels += ",method=\"" + escapeLabel(method) + "\"";
     labels += ",status=\"" + status + "\"";
-    sample(out, "volt:http_requests_total", labels, double(count));
+    sample(out, name("http_requests_total"), labels, double(count));
   }
 
-  header(out, "volt:time_to_first_token_seconds", "histogram",
+  header(out, name("time_to_first_token_seconds"), "histogram",
          "Seconds from arrival to the first generated token.");
-  ttft_.render(out, "volt:time_to_first_token_seconds", m);
-  header(out, "volt:inter_token_latency_seconds", "histogram",
+  ttft_.render(out, name("time_to_first_token_seconds"), m);
+  header(out, name("inter_token_latency_seconds"), "histogram",
          "Seconds between consecutive tokens of a sequence.");
-  interToken_.render(out, "volt:inter_token_latency_seconds", m);
-  header(out, "volt:e2e_request_latency_seconds", "histogram",
+  interToken_.render(out, name("inter_token_latency_seconds"), m);
+  // The same histogram under vLLM's former name for it.
+  header(out, name("time_per_output_token_seconds"), "histogram",
+         "Seconds between consecutive tokens (inter_token_latency_seconds' former name).");
+  interToken_.render(out, name("time_per_output_token_seconds"), m);
+  header(out, name("e2e_request_latency_seconds"), "histogram",
          "Seconds from arrival to finish, per sequence.");
-  e2e_.render(out, "volt:e2e_request_latency_seconds", m);
-  header(out, "volt:request_queue_time_seconds", "histogram",
+  e2e_.render(out, name("e2e_request_latency_seconds"), m);
+  header(out, name("request_queue_time_seconds"), "histogram",
          "Seconds from arrival to first scheduling, per sequence.");
-  queue_.render(out, "volt:request_queue_time_seconds", m);
-  header(out, "volt:request_prompt_tokens", "histogram", "Prompt tokens per finished sequence.");
-  requestPrompt_.render(out, "volt:request_prompt_tokens", m);
-  header(out, "volt:request_generation_tokens", "histogram",
+  queue_.render(out, name("request_queue_time_seconds"), m);
+  header(out, name("request_prefill_time_seconds"), "histogram",
+         "Seconds from first scheduling to the first token, per sequence.");
+  prefill_.render(out, name("request_prefill_time_seconds"), m);
+  header(out, name("request_decode_time_seconds"), "histogram",
+         "Seconds from the first token to finish, per sequence.");
+  decode_.render(out, name("request_decode_time_seconds"), m);
+  header(out, name("request_inference_time_seconds"), "histogram",
+         "Seconds from first scheduling to finish, per sequence.");
+  inference_.render(out, name("request_inference_time_seconds"), m);
+  header(out, name("request_time_per_output_token_seconds"), "histogram",
+         "Per sequence: seconds after the first token per further token (its TPOT).");
+  timePerOutputToken_.render(out, name("request_time_per_output_token_seconds"), m);
+  header(out, name("request_prompt_tokens"), "histogram", "Prompt tokens per finished sequence.");
+  requestPrompt_.render(out, name("request_prompt_tokens"), m);
+  header(out, name("request_generation_tokens"), "histogram",
          "Generated tokens per finished sequence.");
-  requestGeneration_.render(out, "volt:request_generation_tokens", m);
+  requestGeneration_.render(out, name("request_generation_tokens"), m);
+  lock.unlock();
+  renderProcessMetrics(out);
   return out;
 }
+
 
 } // namespace volt::server

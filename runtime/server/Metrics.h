@@ -2,8 +2,9 @@
 //
 // What GET /metrics reports, in the Prometheus text format, with vLLM's
 // metric names under a `volt:` prefix (vllm:time_to_first_token_seconds ->
-// volt:time_to_first_token_seconds) so that dashboards built for vLLM need
-// only the prefix changed. Request-level numbers are observed by the
+// volt:time_to_first_token_seconds), or under vLLM's own `vllm:` (volt-serve
+// --metrics-prefix vllm) so that dashboards built for vLLM work unchanged;
+// and the process_* metrics of Prometheus client libraries. Request-level numbers are observed by the
 // server as requests stream and finish; engine gauges and counters are read
 // from an engine::EngineStats snapshot at scrape time.
 //
@@ -48,7 +49,9 @@ struct EngineInfo {
 
 class Metrics {
 public:
-  explicit Metrics(const std::string &modelName);
+  /// `prefix` starts every family name but process_*'s: "volt:" or
+  /// "vllm:".
+  explicit Metrics(const std::string &modelName, const std::string &prefix = "volt:");
   /// The model_name label (known once the plan is loaded).
   void setModelName(const std::string &modelName);
 
@@ -68,13 +71,16 @@ public:
   std::string render(const engine::EngineStats *stats, const EngineInfo &info) const;
 
 private:
+  std::string name(const char *family) const;
+  std::string prefix_;
   std::string modelLabel_;
   mutable std::mutex mu_;
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> http_;
   std::map<std::string, uint64_t> rejected_;
   std::map<std::string, uint64_t> finished_;
   uint64_t promptTokensOfFinished_ = 0, generationTokensOfFinished_ = 0;
-  Histogram ttft_, interToken_, e2e_, queue_, requestPrompt_, requestGeneration_;
+  Histogram ttft_, interToken_, e2e_, queue_, prefill_, decode_, inference_,
+      timePerOutputToken_, requestPrompt_, requestGeneration_;
 };
 
 /// Prometheus label value escaping (backslash, quote, newline).

@@ -97,7 +97,8 @@ CurrentRequest &currentRequest() {
 
 Server::Impl::Impl(ServerOptions o)
     : options(std::move(o)),
-      metrics(options.servedModelNames.empty() ? std::string() : options.servedModelNames.front()),
+      metrics(options.servedModelNames.empty() ? std::string() : options.servedModelNames.front(),
+              options.metricsPrefix + ":"),
       accessLog(options.accessLog) {}
 
 void Server::Impl::sendError(httplib::Response &res, const ApiError &error) {

@@ -38,6 +38,9 @@ struct ServerOptions {
   /// Unknown request fields get 400 (OpenAI's behaviour) instead of being
   /// ignored with a warning (vLLM's default).
   bool strictFields = false;
+  /// The prefix of /metrics' families: "volt" (volt:...) or "vllm"
+  /// (vLLM's own names, for dashboards built for vLLM).
+  std::string metricsPrefix = "volt";
   /// Origins a browser page may call the API from (CORS): exact origins
   /// ("https://app.example.com"), or "*" for any. Empty: none (no CORS
   /// headers; preflights get 403).

@@ -81,6 +81,11 @@ int serve(int argc, char **argv) {
                "benchmarking only: load the plan without its weight packs and fill the GPU's "
                "weight memory with pseudo-random values (cuda backend; the output is "
                "meaningless text)");
+  app.add_option("--metrics-prefix", o.metricsPrefix,
+                 "prefix of the /metrics families: volt (volt:num_requests_running) or vllm "
+                 "(vLLM's own names, so that dashboards built for vLLM work unchanged)")
+      ->check(CLI::IsMember({"volt", "vllm"}))
+      ->capture_default_str();
   std::string generationConfig = "auto";
   app.add_option("--generation-config", generationConfig,
                  "sampling defaults for fields a request leaves unset: auto (the model's "

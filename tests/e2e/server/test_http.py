@@ -360,6 +360,57 @@ class UnknownFieldsTest(unittest.TestCase):
             self.assertEqual(server.stop(), 0)
 
 
+class MetricsNamesTest(unittest.TestCase):
+    """--metrics-prefix vllm: vLLM's own family names (dashboards built for
+    vLLM work unchanged); process_* metrics; the per-phase histograms."""
+
+    def test_vllm_names_phases_and_process_metrics(self):
+        with harness.Server("--metrics-prefix", "vllm") as server:
+            status, _, body = server.post("/v1/completions",
+                                          {"prompt": "hello", "max_tokens": 5, "ignore_eos": True})
+            self.assertEqual(status, 200, body)
+            samples = server.metrics()
+            names = {n for n, _ in samples}
+            self.assertFalse([n for n in names if n.startswith("volt:")])
+            for name in ["vllm:num_requests_running", "vllm:num_requests_waiting",
+                         "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+                         "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+                         "vllm:request_success_total", "vllm:time_to_first_token_seconds_bucket",
+                         "vllm:e2e_request_latency_seconds_count",
+                         "vllm:time_per_output_token_seconds_count",
+                         "vllm:request_time_per_output_token_seconds_count",
+                         "vllm:request_prefill_time_seconds_count",
+                         "vllm:request_decode_time_seconds_count",
+                         "vllm:request_inference_time_seconds_count",
+                         "vllm:request_queue_time_seconds_count"]:
+                self.assertIn(name, names)
+            for phase in ["prefill", "decode", "inference"]:
+                self.assertEqual(harness.metric(
+                    samples, f"vllm:request_{phase}_time_seconds_count", model_name="model"), 1)
+            self.assertEqual(harness.metric(
+                samples, "vllm:request_time_per_output_token_seconds_count", model_name="model"), 1)
+            # The former name of inter_token_latency_seconds: one gap per
+            # token after the first.
+            self.assertEqual(harness.metric(samples, "vllm:time_per_output_token_seconds_count",
+                                            model_name="model"), 4)
+            self.assertEqual(harness.metric(samples, "vllm:generation_tokens_total",
+                                            model_name="model"), 5)
+            rss = harness.metric(samples, "process_resident_memory_bytes")
+            self.assertGreater(rss, 1 << 20)
+            self.assertLess(rss, 8 << 30)
+            start = harness.metric(samples, "process_start_time_seconds")
+            self.assertLess(abs(start - time.time()), 600)
+            self.assertGreater(harness.metric(samples, "process_open_fds"), 2)
+            self.assertGreater(harness.metric(samples, "process_cpu_seconds_total"), 0)
+            self.assertIn("process_max_fds", names)
+            self.assertIn("process_virtual_memory_bytes", names)
+            self.assertEqual(server.stop(), 0)
+        proc = subprocess.run([harness.binary("volt-serve"), "--metrics-prefix", "tgi",
+                               harness.tiny_plan()], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--metrics-prefix", proc.stderr)
+
+
 class GenerationConfigTest(unittest.TestCase):
     """The model's generation_config.json sampling fields fill what a request
     leaves unset (vLLM's --generation-config auto); vllm turns that off."""

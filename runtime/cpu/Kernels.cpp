@@ -9,10 +9,12 @@
 #include "runtime/cpu/Kernels.h"
 
 #ifdef VOLT_CPU_AVX512
+#include "runtime/cpu/DotBlockAvx2.h"
 #include "runtime/cpu/DotBlockAvx512.h"
 #endif
 #include "runtime/numerics/Half.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include <bit>
@@ -224,18 +226,20 @@ WeightRows WeightRows::from(int64_t first) const {
 
 namespace {
 
-bool cpuHasAvx512() {
+DotBlockPath cpuBestPath() {
 #if defined(VOLT_CPU_AVX512) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-#else
-  return false;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return DotBlockPath::Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+    return DotBlockPath::Avx2;
 #endif
+  return DotBlockPath::Portable;
 }
 
-std::atomic<bool> &avx512Allowed() {
-  static std::atomic<bool> allowed{true};
-  return allowed;
+std::atomic<DotBlockPath> &pathLimit() {
+  static std::atomic<DotBlockPath> limit{DotBlockPath::Avx512};
+  return limit;
 }
 
 /// Tokens up to which NVFP4 rows are decoded in registers for every group
@@ -266,12 +270,58 @@ void dotBlockPortable(const WeightRows &w, int64_t rows, const float *x, int64_t
 
 } // namespace
 
-bool dotBlockUsesAvx512() {
-  static const bool has = cpuHasAvx512();
-  return has && avx512Allowed().load(std::memory_order_relaxed);
+#ifdef VOLT_CPU_AVX512
+namespace {
+
+/// The register paths' entry points, one struct per instruction set.
+struct Avx512Body {
+  static constexpr auto f32 = avx512::dotBlockF32;
+  static constexpr auto f16 = avx512::dotBlockF16;
+  static constexpr auto nvfp4 = avx512::dotBlockNvfp4;
+  static constexpr auto decodeNvfp4 = avx512::decodeNvfp4Rows;
+};
+struct Avx2Body {
+  static constexpr auto f32 = avx2::dotBlockF32;
+  static constexpr auto f16 = avx2::dotBlockF16;
+  static constexpr auto nvfp4 = avx2::dotBlockNvfp4;
+  static constexpr auto decodeNvfp4 = avx2::decodeNvfp4Rows;
+};
+
+template <typename Body>
+void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStride, int64_t tokens,
+                float *out, int64_t outStride, std::vector<float> &scratch) {
+  const int64_t cols = w.cols;
+  switch (w.format) {
+  case WeightRows::Format::F32:
+    Body::f32(static_cast<const float *>(w.data), rows, cols, x, xStride, tokens, out, outStride);
+    return;
+  case WeightRows::Format::F16:
+    Body::f16(static_cast<const uint16_t *>(w.data), rows, cols, x, xStride, tokens, out,
+              outStride);
+    return;
+  case WeightRows::Format::Nvfp4: {
+    const auto *packed = static_cast<const uint8_t *>(w.data);
+    if (tokens <= kDecodeInRegistersTokens) {
+      Body::nvfp4(packed, w.scales, e4m3Values(), rows, cols, x, xStride, tokens, out, outStride);
+      return;
+    }
+    scratch.resize(static_cast<size_t>(rows * cols));
+    Body::decodeNvfp4(packed, w.scales, e4m3Values(), rows, cols, scratch.data());
+    Body::f32(scratch.data(), rows, cols, x, xStride, tokens, out, outStride);
+    return;
+  }
+  }
 }
 
-void setDotBlockAvx512(bool allowed) { avx512Allowed().store(allowed); }
+} // namespace
+#endif
+
+DotBlockPath dotBlockPath() {
+  static const DotBlockPath best = cpuBestPath();
+  return std::min(best, pathLimit().load(std::memory_order_relaxed));
+}
+
+void setDotBlockPathLimit(DotBlockPath limit) { pathLimit().store(limit); }
 
 void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
               int64_t xStride, int64_t tokens, float *out, int64_t outStride,
@@ -279,34 +329,14 @@ void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const floa
   if (rows <= 0 || tokens <= 0)
     return;
   const WeightRows w = weights.from(first);
-  const int64_t cols = w.cols;
 #ifdef VOLT_CPU_AVX512
-  if (!dotBlockUsesAvx512()) {
+  const DotBlockPath path = dotBlockPath();
+  if (path == DotBlockPath::Avx512)
+    dotBlockIn<Avx512Body>(w, rows, x, xStride, tokens, out, outStride, scratch);
+  else if (path == DotBlockPath::Avx2)
+    dotBlockIn<Avx2Body>(w, rows, x, xStride, tokens, out, outStride, scratch);
+  else
     dotBlockPortable(w, rows, x, xStride, tokens, out, outStride, scratch);
-    return;
-  }
-  switch (w.format) {
-  case WeightRows::Format::F32:
-    avx512::dotBlockF32(static_cast<const float *>(w.data), rows, cols, x, xStride, tokens, out,
-                        outStride);
-    return;
-  case WeightRows::Format::F16:
-    avx512::dotBlockF16(static_cast<const uint16_t *>(w.data), rows, cols, x, xStride, tokens,
-                        out, outStride);
-    return;
-  case WeightRows::Format::Nvfp4: {
-    const auto *packed = static_cast<const uint8_t *>(w.data);
-    if (tokens <= kDecodeInRegistersTokens) {
-      avx512::dotBlockNvfp4(packed, w.scales, e4m3Values(), rows, cols, x, xStride, tokens, out,
-                            outStride);
-      return;
-    }
-    scratch.resize(static_cast<size_t>(rows * cols));
-    avx512::decodeNvfp4Rows(packed, w.scales, e4m3Values(), rows, cols, scratch.data());
-    avx512::dotBlockF32(scratch.data(), rows, cols, x, xStride, tokens, out, outStride);
-    return;
-  }
-  }
 #else
   dotBlockPortable(w, rows, x, xStride, tokens, out, outStride, scratch);
 #endif

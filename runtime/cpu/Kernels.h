@@ -74,18 +74,21 @@ struct WeightRows {
 /// out[r * outStride + t] = dot(weight row first + r, x + t * xStride, cols)
 /// for r < rows and t < tokens, where the weight row is decoded to FP32 as
 /// halfToFloat / decodeNvfp4Row do: bit-identical to dot() on the decoded
-/// row, whichever path runs. With AVX-512 the weights are decoded in
+/// row, whichever path runs. With AVX-512 or AVX2 the weights are decoded in
 /// registers (a few tokens) or once per call into `scratch` (more); other
 /// CPUs decode each row into `scratch` and use dotRows.
 void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
               int64_t xStride, int64_t tokens, float *out, int64_t outStride,
               std::vector<float> &scratch);
 
-/// Whether dotBlock runs its AVX-512 path on this CPU.
-bool dotBlockUsesAvx512();
+/// The instruction sets dotBlock has a body for, in increasing order.
+enum class DotBlockPath : uint8_t { Portable, Avx2, Avx512 };
 
-/// Forces dotBlock onto the portable path (false) or back to the CPU's
-/// choice (true), so that tests compare the two on one machine.
-void setDotBlockAvx512(bool allowed);
+/// The path dotBlock runs on this CPU: the best it has, at most the limit.
+DotBlockPath dotBlockPath();
+
+/// Limits dotBlock to `limit` or below (Avx512: the CPU's best), so that
+/// tests compare every path the CPU can run.
+void setDotBlockPathLimit(DotBlockPath limit);
 
 } // namespace volt::cpu::detail

@@ -4,10 +4,15 @@
 // Gated DeltaNet recurrence in a speculative verify step (Qwen3.6-35B-A3B).
 // Bandwidth is reported as bytes of weights (or KV cache) read per second.
 // Run: ./build/bin/cpu_ops_bench; results in docs/perf/cpu-backend.md.
+// VOLT_DOTBLOCK_PATH=avx2 or portable limits the GEMMs to that path (the
+// CPU's best by default), to compare the paths on one machine.
+#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Ops.h"
 #include "runtime/numerics/Half.h"
 
 #include <benchmark/benchmark.h>
+#include <cstdlib>
+#include <string>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -268,4 +273,16 @@ BENCHMARK(BM_GatedDeltaRuleVerify)
 } // namespace
 } // namespace volt::cpu
 
-BENCHMARK_MAIN();
+int main(int argc, char **argv) {
+  if (const char *path = std::getenv("VOLT_DOTBLOCK_PATH")) {
+    using volt::cpu::detail::DotBlockPath;
+    const std::string p = path;
+    volt::cpu::detail::setDotBlockPathLimit(p == "portable" ? DotBlockPath::Portable
+                                            : p == "avx2"   ? DotBlockPath::Avx2
+                                                            : DotBlockPath::Avx512);
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

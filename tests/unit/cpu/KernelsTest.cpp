@@ -185,17 +185,22 @@ struct BlockWeights {
   }
 };
 
-/// Every path of dotBlock (the AVX-512 one where the CPU has it, and the
-/// portable one) gives dot() of the decoded row, bit for bit, for every
-/// format, row count (blocks of 8 and 4 and their remainders), token count
-/// (blocks of 4, register decode and decode-once for NVFP4) and length
-/// (with and without a tail of fewer than 16).
+/// Every path of dotBlock the CPU can run (AVX-512, AVX2, portable) gives
+/// dot() of the decoded row, bit for bit, for every format, row count
+/// (blocks of 8, 4, 2 and their remainders), token count (blocks of 4 and
+/// 2, register decode and decode-once for NVFP4) and length (with and
+/// without a tail of fewer than 16).
 TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
   using Format = detail::WeightRows::Format;
   std::mt19937 rng(7);
   std::normal_distribution<float> dist;
-  for (bool avx512 : {true, false}) {
-    detail::setDotBlockAvx512(avx512);
+  using Path = detail::DotBlockPath;
+  for (Path limit : {Path::Avx512, Path::Avx2, Path::Portable}) {
+    detail::setDotBlockPathLimit(limit);
+    const int path = static_cast<int>(detail::dotBlockPath());
+    if (path < static_cast<int>(limit))
+      std::printf("dotBlock: this CPU has no %s path; checked its best below it\n",
+                  limit == Path::Avx512 ? "AVX-512" : "AVX2");
     for (Format format : {Format::F32, Format::F16, Format::Nvfp4}) {
       std::vector<int64_t> lengths = {16, 64, 1040};
       if (format != Format::Nvfp4)
@@ -219,7 +224,7 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
                                          x.data() + t * xStride, cols);
                 ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(r * outStride + t)]),
                           std::bit_cast<uint32_t>(want))
-                    << "avx512 " << avx512 << " format " << static_cast<int>(format) << " cols "
+                    << "path " << path << " format " << static_cast<int>(format) << " cols "
                     << cols << " rows " << rows << " tokens " << tokens << " at (" << r << ", "
                     << t << ")";
               }
@@ -232,7 +237,7 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
       }
     }
   }
-  detail::setDotBlockAvx512(true);
+  detail::setDotBlockPathLimit(Path::Avx512);
 }
 
 } // namespace

@@ -1,0 +1,232 @@
+//===- DotBlockAvx2.cpp - dotBlock with AVX2 registers --------------------===//
+//
+// The AVX2 (+F16C) body of detail::dotBlock, for x86-64 CPUs without
+// AVX-512 (Haswell to Comet Lake Xeons, the hosts of many V100 servers).
+// Compiled with -mavx2 -mf16c and called only after the CPU said it has
+// them (Kernels.cpp); like DotBlockAvx512.cpp it includes nothing but the
+// intrinsics.
+//
+// The contract's 16 lane sums of one dot are two 256-bit registers (lanes
+// 0-7 and 8-15), each a vmulps then a vaddps (no FMA); the fold adds the
+// halves (l += l + 8), then 4, 2, 1, so every dot has the bits of
+// detail::dot. NVFP4 blocks decode in registers: the low 3 bits of each
+// nibble pick the magnitude from an 8-entry table (vpermps), the fourth is
+// the sign, times the block's E4M3 scale, all exact.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/DotBlockAvx2.h"
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+namespace volt::cpu::detail::avx2 {
+namespace {
+
+/// 16 lanes as two halves.
+struct Lanes {
+  __m256 lo, hi;
+};
+
+inline float fold(Lanes a) {
+  __m256 s8 = _mm256_add_ps(a.lo, a.hi);
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+  return _mm_cvtss_f32(s1);
+}
+
+/// Loads `count` (< 16) floats from p into lanes 0..count-1, zeros above.
+inline Lanes loadTailF32(const float *p, int count) {
+  float buf[16] = {};
+  for (int i = 0; i < count; ++i)
+    buf[i] = p[i];
+  return {_mm256_loadu_ps(buf), _mm256_loadu_ps(buf + 8)};
+}
+
+struct F32Rows {
+  const float *base;
+  int64_t stride;
+  Lanes load(int r, int64_t b) const {
+    const float *p = base + r * stride + 16 * b;
+    return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
+  }
+  Lanes loadTail(int r, int64_t b, int count) const {
+    return loadTailF32(base + r * stride + 16 * b, count);
+  }
+};
+
+struct F16Rows {
+  const uint16_t *base;
+  int64_t stride;
+  Lanes load(int r, int64_t b) const {
+    const uint16_t *p = base + r * stride + 16 * b;
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8)))};
+  }
+  Lanes loadTail(int r, int64_t b, int count) const {
+    uint16_t buf[16] = {};
+    const uint16_t *p = base + r * stride + 16 * b;
+    for (int i = 0; i < count; ++i)
+      buf[i] = p[i];
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(buf))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(buf + 8)))};
+  }
+};
+
+/// The magnitudes of the E2M1 codes 0..7.
+inline __m256 e2m1Magnitudes() {
+  return _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+}
+
+/// Eight codes (one per dword, in its low 4 bits, higher bits ignored) to
+/// their E2M1 values times `scale`.
+inline __m256 decodeCodes(__m256i codes, __m256 magnitudes, __m256 scale) {
+  __m256 magnitude = _mm256_permutevar8x32_ps(magnitudes, codes);
+  __m256i sign = _mm256_slli_epi32(_mm256_and_si256(codes, _mm256_set1_epi32(8)), 28);
+  return _mm256_mul_ps(_mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign)), scale);
+}
+
+struct Nvfp4Rows {
+  const uint8_t *packed;
+  const uint8_t *scales;
+  int64_t cols;
+  const float *e4m3;
+  __m256 magnitudes;
+  Lanes load(int r, int64_t b) const {
+    __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(packed + r * (cols / 2) + 8 * b));
+    // Byte 2j: element 2j in its low nibble; byte 2j + 1: element 2j + 1.
+    __m128i codes = _mm_unpacklo_epi8(v, _mm_srli_epi16(v, 4));
+    __m256 scale = _mm256_set1_ps(e4m3[scales[r * (cols / 16) + b]]);
+    return {decodeCodes(_mm256_cvtepu8_epi32(codes), magnitudes, scale),
+            decodeCodes(_mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8)), magnitudes, scale)};
+  }
+  // cols is a multiple of 16: there is no tail.
+  Lanes loadTail(int, int64_t, int) const { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+};
+
+inline Lanes multiplyAdd(Lanes acc, Lanes x, Lanes w) {
+  return {_mm256_add_ps(acc.lo, _mm256_mul_ps(x.lo, w.lo)),
+          _mm256_add_ps(acc.hi, _mm256_mul_ps(x.hi, w.hi))};
+}
+
+/// out[r * outStride + t] for R rows and T tokens.
+template <int R, int T, typename Rows>
+void kernel(const Rows &rows, int64_t cols, const float *x, int64_t xStride, float *out,
+            int64_t outStride) {
+  Lanes acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      acc[r][t] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  const int64_t blocks = cols / 16;
+  for (int64_t b = 0; b < blocks; ++b) {
+    Lanes w[R];
+    for (int r = 0; r < R; ++r)
+      w[r] = rows.load(r, b);
+    for (int t = 0; t < T; ++t) {
+      const float *xp = x + t * xStride + 16 * b;
+      Lanes xv = {_mm256_loadu_ps(xp), _mm256_loadu_ps(xp + 8)};
+      for (int r = 0; r < R; ++r)
+        acc[r][t] = multiplyAdd(acc[r][t], xv, w[r]);
+    }
+  }
+  if (const int rest = static_cast<int>(cols % 16)) {
+    // Lanes past the end add 0 * 0 = +0, which leaves a lane sum as it is
+    // (a sum that starts at +0 is never -0).
+    Lanes w[R];
+    for (int r = 0; r < R; ++r)
+      w[r] = rows.loadTail(r, blocks, rest);
+    for (int t = 0; t < T; ++t) {
+      Lanes xv = loadTailF32(x + t * xStride + 16 * blocks, rest);
+      for (int r = 0; r < R; ++r)
+        acc[r][t] = multiplyAdd(acc[r][t], xv, w[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      out[r * outStride + t] = fold(acc[r][t]);
+}
+
+template <typename Rows> Rows advance(const Rows &rows, int64_t by);
+template <> F32Rows advance(const F32Rows &rows, int64_t by) {
+  return {rows.base + by * rows.stride, rows.stride};
+}
+template <> F16Rows advance(const F16Rows &rows, int64_t by) {
+  return {rows.base + by * rows.stride, rows.stride};
+}
+template <> Nvfp4Rows advance(const Nvfp4Rows &rows, int64_t by) {
+  return {rows.packed + by * (rows.cols / 2), rows.scales + by * (rows.cols / 16), rows.cols,
+          rows.e4m3, rows.magnitudes};
+}
+
+/// 16 ymm registers: one token takes 4 rows (8 sums), two tokens 2 rows.
+template <int T, typename Rows>
+void rowsLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, int64_t xStride,
+              float *out, int64_t outStride) {
+  constexpr int RB = T == 1 ? 4 : 2;
+  int64_t r = 0;
+  for (; r + RB <= count; r += RB)
+    kernel<RB, T>(advance(rows, r), cols, x, xStride, out + r * outStride, outStride);
+  const Rows tail = advance(rows, r);
+  float *o = out + r * outStride;
+  switch (count - r) {
+  case 1:
+    kernel<1, T>(tail, cols, x, xStride, o, outStride);
+    break;
+  case 2:
+    if constexpr (RB > 2)
+      kernel<2, T>(tail, cols, x, xStride, o, outStride);
+    break;
+  case 3:
+    if constexpr (RB > 3)
+      kernel<3, T>(tail, cols, x, xStride, o, outStride);
+    break;
+  default:
+    break;
+  }
+}
+
+template <typename Rows>
+void tokensLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, int64_t xStride,
+                int64_t tokens, float *out, int64_t outStride) {
+  int64_t t = 0;
+  for (; t + 2 <= tokens; t += 2)
+    rowsLoop<2>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
+  if (t < tokens)
+    rowsLoop<1>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
+}
+
+} // namespace
+
+void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride) {
+  tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+}
+
+void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride) {
+  tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+}
+
+void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
+                   int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
+                   int64_t outStride) {
+  tokensLoop(Nvfp4Rows{packed, scales, cols, e4m3, e2m1Magnitudes()}, rows, cols, x, xStride,
+             tokens, out, outStride);
+}
+
+void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,
+                     int64_t rows, int64_t cols, float *out) {
+  const Nvfp4Rows all{packed, scales, cols, e4m3, e2m1Magnitudes()};
+  const int64_t blocks = cols / 16;
+  for (int64_t r = 0; r < rows; ++r) {
+    const Nvfp4Rows row = advance(all, r);
+    for (int64_t b = 0; b < blocks; ++b) {
+      Lanes w = row.load(0, b);
+      _mm256_storeu_ps(out + r * cols + 16 * b, w.lo);
+      _mm256_storeu_ps(out + r * cols + 16 * b + 8, w.hi);
+    }
+  }
+}
+
+} // namespace volt::cpu::detail::avx2

@@ -1,0 +1,30 @@
+//===- DotBlockAvx2.h - the AVX2 bodies of detail::dotBlock ----*- C++ -*-===//
+//
+// Private to runtime/cpu: called by Kernels.cpp only on CPUs with AVX2 and
+// F16C. Each writes out[r * outStride + t] = the contract's dot
+// (Kernels.h) of weight row r (of `rows`, each `cols` long) and activation
+// row t (of `tokens`, at x + t * xStride).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace volt::cpu::detail::avx2 {
+
+void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride);
+
+void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride);
+
+/// `e4m3` is the FP32 value of each E4M3 byte; `cols` a multiple of 16.
+void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
+                   int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
+                   int64_t outStride);
+
+/// decodeNvfp4Row over `rows` consecutive rows into out [rows, cols].
+void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,
+                     int64_t rows, int64_t cols, float *out);
+
+} // namespace volt::cpu::detail::avx2

@@ -16,6 +16,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DotBlockAvx2.h"
 
+// As in DotBlockAvx512.cpp: GCC 12's intrinsics headers trip its own
+// uninitialised-value warnings.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>

@@ -17,8 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/DotBlockAvx512.h"
 
-// GCC 12's AVX-512 headers trip its own uninitialised-value warnings
-// (their _mm512_undefined_* placeholders).
+// GCC 12's AVX-512 headers trip its own uninitialised-value warnings (the
+// headers start some casts from _mm512_undefined_* values).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>

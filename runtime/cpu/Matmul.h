@@ -10,6 +10,7 @@
 #pragma once
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/numerics/Half.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -130,6 +131,52 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
               silu ? siluTimes(acc[c * tile + i], acc[(columns + c) * tile + i])
                    : acc[c * tile + i]);
   }
+}
+
+/// The body of the grouped MoE GEMMs (MoeGroupedLinear, MoeGroupedQLinear):
+/// the pairs' activations (row j is in[order[j] / topK] with gatherTokens,
+/// else in[j]), then one item per (expert with pairs, 16 output columns),
+/// run by gemmItem against expert e's rows weights.from(e * n) with
+/// epilogueOf(e) (its siluUpOffset is set here); out is FP16 [pairs,
+/// silu ? n / 2 : n].
+template <typename EpilogueOf>
+void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expertStarts,
+                 int64_t experts, int64_t topK, int64_t pairs, bool gatherTokens, int64_t k,
+                 int64_t n, bool silu, const WeightRows &weights, EpilogueOf &&epilogueOf,
+                 uint16_t *out, ThreadPool &pool) {
+  const float *x = loadActivations(
+      activationScratch(), in, pairs, k,
+      [&](int64_t j) -> int64_t { return gatherTokens ? order[j] / topK : j; }, pool);
+  const int64_t columns = silu ? n / 2 : n;
+  struct Item {
+    int64_t expert;
+    int64_t column0;
+  };
+  // The calling thread's buffer, named through a reference so that the
+  // workers' lambda reads this thread's (not their own thread_local).
+  static thread_local std::vector<Item> itemBuffer;
+  std::vector<Item> &items = itemBuffer;
+  items.clear();
+  for (int64_t e = 0; e < experts; ++e)
+    if (expertStarts[e + 1] > expertStarts[e])
+      for (int64_t c0 = 0; c0 < columns; c0 += kColumnGroup)
+        items.push_back({e, c0});
+
+  pool.parallelFor(static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
+    GemmScratch &scratch = gemmScratch();
+    for (int64_t i = begin; i < end; ++i) {
+      const Item item = items[static_cast<size_t>(i)];
+      const int64_t first = expertStarts[item.expert];
+      const int64_t count = expertStarts[item.expert + 1] - first;
+      GemmEpilogue epilogue = epilogueOf(item.expert);
+      epilogue.siluUpOffset = silu ? n / 2 : -1;
+      gemmItem(item.column0, std::min(kColumnGroup, columns - item.column0), x + first * k, count,
+               k, epilogue, scratch, weights.from(item.expert * n),
+               [&](int64_t j, int64_t c, float y) {
+                 out[(first + j) * columns + c] = volt::floatToHalf(y);
+               });
+    }
+  });
 }
 
 } // namespace volt::cpu::detail

@@ -133,7 +133,8 @@ volt_batch() { # FORMAT
   "$bin/volt-bench" --url "http://127.0.0.1:$port" --concurrency 8 --prompt-tokens 32 \
     --output-tokens 64 --num-requests 8 --json > "$work/out.txt"
   kill "$pid"
-  wait "$pid" || true
+  # SIGTERM is a graceful stop: volt-serve exits 0.
+  wait "$pid" || { log "volt-serve exited with $? (log: $work/serve.log)"; exit 1; }
   python3 - "$1" "$work/out.txt" >> "$results" <<'EOF'
 import json, sys
 row = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])

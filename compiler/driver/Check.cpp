@@ -86,10 +86,8 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
     return Error(file + ": max_model_len " + std::to_string(maxModelLen) +
                  " exceeds the model's max_position_embeddings " +
                  std::to_string(c.maxPositionEmbeddings) + "; set max_model_len to at most that");
-  bool anyNvfp4 = (m.quant.format != model::QuantFormat::None &&
-                   m.quant.format != model::QuantFormat::ModelOptFp8 &&
-                   m.quant.format != model::QuantFormat::Fp8) ||
-                  s.weights.quantize == spec::WeightQuantization::Nvfp4;
+  bool anyNvfp4 =
+      m.quant.claimsNvfp4() || s.weights.quantize == spec::WeightQuantization::Nvfp4;
   if (m.hasWeights()) {
     bool found = false;
     m.forEachLinear([&](const model::Linear &l) { found |= l.isNvfp4(); });
@@ -98,7 +96,7 @@ Status checkSpecAgainstModel(const spec::DeploySpec &s, const model::Model &m,
   if (s.weights.quantize == spec::WeightQuantization::Nvfp4 &&
       m.quant.format != model::QuantFormat::None)
     return Error(file + ": weights.quantize is nvfp4, but the checkpoint is already " +
-                 std::string(model::quantFormatName(m.quant.format)) +
+                 m.quant.name() +
                  "; set weights: {quantize: none}");
   if (auto st = model::checkTensorParallel(c, s.tensorParallelSize, anyNvfp4); !st)
     return Error(file + ": " + st.message() + " (model " + m.dir.string() + ")");
@@ -239,7 +237,7 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
   row("vocab", std::to_string(c.vocabSize) + (c.tieWordEmbeddings ? " (tied embeddings)" : ""));
   row("context", "max_model_len " + std::to_string(r.maxModelLen) + " (max_position_embeddings " +
                      std::to_string(c.maxPositionEmbeddings) + ")");
-  std::string quant = model::quantFormatName(r.model.quant.format);
+  std::string quant = r.model.quant.name();
   if (r.model.quant.format != model::QuantFormat::None) {
     quant += " (" + r.model.quant.source + ", " + r.model.quant.algorithm + ")";
     if (r.model.quant.activationsQuantized)
@@ -357,7 +355,7 @@ nlohmann::json checkReportJson(const CheckReport &r) {
             {"max_position_embeddings", c.maxPositionEmbeddings}}},
           {"max_model_len", r.maxModelLen},
           {"quantization",
-           {{"format", model::quantFormatName(r.model.quant.format)},
+           {{"format", r.model.quant.name()},
             {"source", r.model.quant.source},
             {"algorithm", r.model.quant.algorithm}}},
           {"has_weights", r.model.hasWeights()},

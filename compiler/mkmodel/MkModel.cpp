@@ -115,6 +115,11 @@ public:
         return fp8Linears(parts);
       quantize = quantizable || parts.front().module == "lm_head";
     }
+    if (o_.format == Format::CompressedTensorsFp8) {
+      if (!dense_ && (quantizable || isFp8Module(parts.front().module)))
+        return fp8Linears(parts, /*perChannel=*/true);
+      quantize = false;
+    }
     if (!quantize) {
       for (const Part &p : parts) {
         param(p.module + ".weight", {p.out, p.in}, 0.0f, 1.0f / std::sqrt(float(p.in)));
@@ -176,24 +181,38 @@ public:
     return false;
   }
 
-  /// FP8 E4M3 weights with ModelOpt's per-tensor recipe: scale = amax / 448,
-  /// element = nearest E4M3 of w / scale; a static input scale beside it.
-  void fp8Linears(const std::vector<Part> &parts) {
+  /// FP8 E4M3 weights, element = nearest E4M3 of w / scale. ModelOpt's
+  /// per-tensor recipe: one F32 scale = amax / 448 and a static input scale
+  /// beside it. llm-compressor's FP8_DYNAMIC (`perChannel`): a BF16 scale
+  /// per output row, shape [out, 1], = the row's amax / 448 (rounded to
+  /// BF16 before the elements are encoded), and no input scale (dynamic).
+  void fp8Linears(const std::vector<Part> &parts, bool perChannel = false) {
     for (const Part &p : parts) {
       PendingTensor t{p.module + ".weight", DType::F8E4M3, {p.out, p.in}, {}};
-      float scale = 1.0f;
+      std::vector<float> scales(perChannel ? static_cast<size_t>(p.out) : 1, 1.0f);
       if (!o_.zeros) {
         std::vector<float> w = values(p.module + ".weight", uint64_t(p.out * p.in), 0.0f,
                                       1.0f / std::sqrt(float(p.in)));
-        float amax = nvfp4::absMax(w);
-        scale = amax > 0.0f ? amax / nvfp4::kE4M3Max : 1.0f;
+        const size_t run = perChannel ? static_cast<size_t>(p.in) : w.size();
         t.bytes.resize(w.size());
-        for (size_t i = 0; i < w.size(); ++i)
-          t.bytes[i] = nvfp4::encodeE4M3(w[i] / scale);
+        for (size_t r = 0; r < scales.size(); ++r) {
+          std::span<const float> row(w.data() + r * run, run);
+          const float amax = nvfp4::absMax(row);
+          float scale = amax > 0.0f ? amax / nvfp4::kE4M3Max : 1.0f;
+          if (perChannel)
+            scale = bf16ToFloat(floatToBf16(scale));
+          scales[r] = scale;
+          for (size_t i = 0; i < run; ++i)
+            t.bytes[r * run + i] = nvfp4::encodeE4M3(row[i] / scale);
+        }
       }
       tensors_.push_back(std::move(t));
-      tensors_.push_back({p.module + ".weight_scale", DType::F32, {}, f32Bytes(scale)});
-      tensors_.push_back({p.module + ".input_scale", DType::F32, {}, f32Bytes(1.0f)});
+      if (perChannel) {
+        tensors_.push_back({p.module + ".weight_scale", DType::BF16, {p.out, 1}, bf16Bytes(scales)});
+      } else {
+        tensors_.push_back({p.module + ".weight_scale", DType::F32, {}, f32Bytes(scales[0])});
+        tensors_.push_back({p.module + ".input_scale", DType::F32, {}, f32Bytes(1.0f)});
+      }
       if (p.bias)
         param(p.module + ".bias", {p.out}, 0.0f, 0.1f);
     }
@@ -373,6 +392,25 @@ std::vector<PendingTensor> modelTensors(const Options &o, const model::ModelConf
   return e.take();
 }
 
+/// llm-compressor's FP8 ignore list: the LM head, the routers and the
+/// shared-expert gate, linear attention's small b/a projections, and (for
+/// Qwen3.5) the vision tower and the MTP head.
+json fp8IgnoreList(const model::ModelConfig &c) {
+  json list = json::array({"lm_head"});
+  if (c.isMoe())
+    list.push_back(c.family->name == "mixtral" ? "re:.*block_sparse_moe\\.gate$"
+                                               : "re:.*mlp\\.gate$");
+  if (c.sharedExpertIntermediateSize > 0)
+    list.push_back("re:.*shared_expert_gate$");
+  if (c.hasMixer(model::MixerKind::GatedDeltaNet))
+    list.push_back("re:.*linear_attn\\.in_proj_(b|a|ba)$");
+  if (c.family->name.starts_with("qwen3.5")) {
+    list.push_back("re:^model\\.visual\\..*");
+    list.push_back("re:^mtp\\..*");
+  }
+  return list;
+}
+
 json excludeList(const model::ModelConfig &c, Format format) {
   bool ct = format == Format::CompressedTensors;
   json list = json::array({"lm_head"});
@@ -426,6 +464,8 @@ const char *formatName(Format format) {
     return "modelopt-mixed";
   case Format::CompressedTensors:
     return "compressed-tensors";
+  case Format::CompressedTensorsFp8:
+    return "compressed-tensors-fp8";
   case Format::BF16:
     return "bf16";
   }
@@ -433,11 +473,12 @@ const char *formatName(Format format) {
 }
 
 std::vector<std::string> formatNames() {
-  return {"modelopt", "compressed-tensors", "bf16", "modelopt-mixed"};
+  return {"modelopt", "compressed-tensors", "bf16", "modelopt-mixed", "compressed-tensors-fp8"};
 }
 
 Result<Format> parseFormat(const std::string &name) {
-  for (Format f : {Format::ModelOpt, Format::CompressedTensors, Format::BF16, Format::ModelOptMixed})
+  for (Format f : {Format::ModelOpt, Format::CompressedTensors, Format::BF16, Format::ModelOptMixed,
+                   Format::CompressedTensorsFp8})
     if (name == formatName(f))
       return f;
   return Error("unknown format '" + name + "' (valid: " + joinList(formatNames()) + ")");
@@ -485,6 +526,21 @@ Result<Written> writeModelReport(const Options &o) {
          {{"group_0",
            {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", act}}}}},
         {"ignore", excludeList(c, o.format)},
+        {"quantization_status", "compressed"},
+        {"kv_cache_scheme", nullptr}};
+  } else if (o.format == Format::CompressedTensorsFp8) {
+    json weights = {{"num_bits", 8},         {"type", "float"},     {"strategy", "channel"},
+                    {"symmetric", true},     {"dynamic", false},    {"observer", "minmax"},
+                    {"block_structure", nullptr}};
+    json act = {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"},
+                {"symmetric", true}, {"dynamic", true}};
+    config["quantization_config"] = {
+        {"quant_method", "compressed-tensors"},
+        {"format", "float-quantized"},
+        {"config_groups",
+         {{"group_0",
+           {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", act}}}}},
+        {"ignore", fp8IgnoreList(c)},
         {"quantization_status", "compressed"},
         {"kv_cache_scheme", nullptr}};
   } else if (o.format == Format::ModelOptMixed) {

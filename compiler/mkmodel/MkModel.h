@@ -35,11 +35,16 @@ enum class Format {
   /// (per-tensor scales), experts, shared expert, dense MLPs and lm_head in
   /// NVFP4, the rest BF16; a per-layer `quantized_layers` map.
   ModelOptMixed,
+  /// compressed-tensors float-quantized as llm-compressor's FP8_DYNAMIC:
+  /// FP8 E4M3 weights with a BF16 scale per output row for every linear
+  /// layer but the LM head, the routers, the shared-expert gate and linear
+  /// attention's b/a projections (and Qwen3.5's vision tower and MTP head).
+  CompressedTensorsFp8,
 };
 
 const char *formatName(Format format);
 /// Names accepted on the command line: modelopt, compressed-tensors, bf16,
-/// modelopt-mixed.
+/// modelopt-mixed, compressed-tensors-fp8.
 std::vector<std::string> formatNames();
 Result<Format> parseFormat(const std::string &name);
 

@@ -108,17 +108,78 @@ Result<QuantConfig> modelOptFrom(const nlohmann::json &quant, const std::string 
   return q;
 }
 
+/// Whether `pattern` (a compressed-tensors target or ignore entry) names
+/// module `name`: a `re:` regex matched from the start, else the exact name.
+bool ctMatches(const std::string &pattern, const std::regex &regex, const std::string &name) {
+  if (pattern.rfind("re:", 0) == 0)
+    return std::regex_search(name, regex, std::regex_constants::match_continuous);
+  return pattern == name;
+}
+
+const std::vector<std::string> kCompressedTensorsFormats = {"nvfp4-pack-quantized",
+                                                            "float-quantized", "mixed-precision"};
+
+/// One compressed-tensors quantization group's weight scheme: NVFP4
+/// (num_bits 4, type float, group_size 16) or FP8 E4M3 (num_bits 8, type
+/// float, per tensor, per channel or per 128 x 128 block).
+Result<LayerFormat> ctGroupFormat(JsonFields &g, const std::string &groupWhere,
+                                  const std::string &format) {
+  const nlohmann::json *weights = g.find("weights");
+  if (!weights || !weights->is_object())
+    return g.error("weights", "expected an object describing the weight quantization");
+  const std::string at = groupWhere + ".weights";
+  JsonFields w(*weights, at);
+  auto bits = w.positiveInt("num_bits");
+  if (!bits)
+    return bits.error();
+  auto type = w.string("type", "float");
+  if (!type)
+    return type.error();
+  if (format == "nvfp4-pack-quantized") {
+    auto size = w.positiveInt("group_size", 16);
+    if (!size)
+      return size.error();
+    if (*bits != 4 || *type != "float" || *size != 16)
+      return Error(at + ": expected NVFP4 (num_bits 4, type float, group_size 16), found num_bits " +
+                   std::to_string(*bits) + ", type " + *type + ", group_size " +
+                   std::to_string(*size));
+    return LayerFormat::Nvfp4;
+  }
+  // float-quantized
+  if (*bits != 8 || *type != "float")
+    return Error(at + ": expected FP8 E4M3 (num_bits 8, type float) for format float-quantized, "
+                      "found num_bits " +
+                 std::to_string(*bits) + ", type " + *type);
+  auto strategy = w.string("strategy", "tensor");
+  if (!strategy)
+    return strategy.error();
+  if (*strategy == "block") {
+    const nlohmann::json *block = w.find("block_structure");
+    if (!block || !block->is_array() || block->size() != 2 || !(*block)[0].is_number_integer() ||
+        !(*block)[1].is_number_integer() || (*block)[0].get<int64_t>() != 128 ||
+        (*block)[1].get<int64_t>() != 128)
+      return w.error("block_structure",
+                     "block-scaled FP8 is read with 128 x 128 blocks; expected [128, 128]");
+  } else if (*strategy != "tensor" && *strategy != "channel") {
+    return w.error("strategy", "FP8 weight strategy '" + *strategy +
+                                   "' is not supported (supported: tensor, channel, block)");
+  }
+  return LayerFormat::Fp8;
+}
+
 Result<QuantConfig> compressedTensorsFrom(const nlohmann::json &quant, const std::string &where) {
   JsonFields f(quant, where);
   QuantConfig q;
-  q.format = QuantFormat::CompressedTensorsNvfp4;
+  q.format = QuantFormat::CompressedTensors;
   q.source = "config.json";
   auto format = f.string("format");
   if (!format)
     return format.error();
-  if (*format != "nvfp4-pack-quantized")
+  if (std::find(kCompressedTensorsFormats.begin(), kCompressedTensorsFormats.end(), *format) ==
+      kCompressedTensorsFormats.end())
     return f.error("format", "compressed-tensors format '" + *format +
-                                 "' is not supported (supported: nvfp4-pack-quantized)");
+                                 "' is not supported (supported: " +
+                                 joinList(kCompressedTensorsFormats) + ")");
   q.algorithm = *format;
   const nlohmann::json *groups = f.find("config_groups");
   if (!groups || !groups->is_object() || groups->empty())
@@ -128,25 +189,41 @@ Result<QuantConfig> compressedTensorsFrom(const nlohmann::json &quant, const std
     if (!group.is_object())
       return Error(groupWhere + ": expected an object");
     JsonFields g(group, groupWhere);
-    const nlohmann::json *weights = g.find("weights");
-    if (!weights || !weights->is_object())
-      return g.error("weights", "expected an object describing the weight quantization");
-    JsonFields w(*weights, groupWhere + ".weights");
-    auto bits = w.positiveInt("num_bits");
-    if (!bits)
-      return bits.error();
-    auto type = w.string("type", "float");
-    if (!type)
-      return type.error();
-    auto size = w.positiveInt("group_size", 16);
-    if (!size)
-      return size.error();
-    if (*bits != 4 || *type != "float" || *size != 16)
-      return Error(groupWhere +
-                   ".weights: expected NVFP4 (num_bits 4, type float, group_size 16), "
-                   "found num_bits " +
-                   std::to_string(*bits) + ", type " + *type + ", group_size " +
-                   std::to_string(*size));
+    // Under mixed-precision each group names its own format.
+    std::string groupFormat = *format;
+    if (*format == "mixed-precision" || g.find("format")) {
+      auto own = g.string("format");
+      if (!own)
+        return own.error();
+      if (*own != "nvfp4-pack-quantized" && *own != "float-quantized")
+        return g.error("format", "group format '" + *own +
+                                     "' is not supported (supported: nvfp4-pack-quantized, "
+                                     "float-quantized)");
+      groupFormat = *own;
+    }
+    VOLT_ASSIGN_OR_RETURN(LayerFormat layerFormat, ctGroupFormat(g, groupWhere, groupFormat));
+    QuantConfig::Group out;
+    out.name = name;
+    out.format = layerFormat;
+    auto targets = g.stringList("targets");
+    if (!targets)
+      return targets.error();
+    if (targets->empty())
+      return g.error("targets", "expected the modules the group quantizes, e.g. [\"Linear\"]");
+    out.targets = *targets;
+    for (const std::string &t : out.targets) {
+      if (t.rfind("re:", 0) != 0) {
+        out.regexes.emplace_back();
+        continue;
+      }
+      try {
+        out.regexes.emplace_back(t.substr(3), std::regex::ECMAScript);
+      } catch (const std::regex_error &e) {
+        return Error(groupWhere + ": target '" + t +
+                     "' is not a valid regular expression: " + e.what());
+      }
+    }
+    q.groups.push_back(std::move(out));
     if (const nlohmann::json *acts = g.find("input_activations"); acts && acts->is_object())
       q.activationsQuantized = true;
   }
@@ -219,10 +296,52 @@ LayerFormat QuantConfig::formatOf(const std::string &name) const {
   case QuantFormat::Fp8:
     return isExcluded(name) ? LayerFormat::Unquantized : LayerFormat::Fp8;
   case QuantFormat::ModelOptNvfp4:
-  case QuantFormat::CompressedTensorsNvfp4:
     return isExcluded(name) ? LayerFormat::Unquantized : LayerFormat::Nvfp4;
+  case QuantFormat::CompressedTensors:
+    if (isExcluded(name))
+      return LayerFormat::Unquantized;
+    for (const Group &g : groups)
+      for (size_t i = 0; i < g.targets.size(); ++i)
+        if (g.targets[i] == "Linear" || ctMatches(g.targets[i], g.regexes[i], name))
+          return g.format;
+    return LayerFormat::Unquantized;
   }
   return LayerFormat::Unquantized;
+}
+
+bool QuantConfig::claimsNvfp4() const {
+  switch (format) {
+  case QuantFormat::None:
+  case QuantFormat::ModelOptFp8:
+  case QuantFormat::Fp8:
+    return false;
+  case QuantFormat::ModelOptNvfp4:
+    return true;
+  case QuantFormat::ModelOptMixed:
+    for (const auto &[module, f] : layers)
+      if (f == LayerFormat::Nvfp4)
+        return true;
+    return false;
+  case QuantFormat::CompressedTensors:
+    for (const Group &g : groups)
+      if (g.format == LayerFormat::Nvfp4)
+        return true;
+    return false;
+  }
+  return false;
+}
+
+std::string QuantConfig::name() const {
+  if (format != QuantFormat::CompressedTensors)
+    return quantFormatName(format);
+  bool nvfp4 = false, fp8 = false;
+  for (const Group &g : groups) {
+    nvfp4 |= g.format == LayerFormat::Nvfp4;
+    fp8 |= g.format == LayerFormat::Fp8;
+  }
+  if (nvfp4 && fp8)
+    return "compressed-tensors mixed NVFP4 + FP8";
+  return fp8 ? "compressed-tensors FP8" : "compressed-tensors NVFP4";
 }
 
 const char *quantFormatName(QuantFormat format) {
@@ -231,8 +350,8 @@ const char *quantFormatName(QuantFormat format) {
     return "unquantized";
   case QuantFormat::ModelOptNvfp4:
     return "ModelOpt NVFP4";
-  case QuantFormat::CompressedTensorsNvfp4:
-    return "compressed-tensors NVFP4";
+  case QuantFormat::CompressedTensors:
+    return "compressed-tensors";
   case QuantFormat::ModelOptFp8:
     return "ModelOpt FP8";
   case QuantFormat::ModelOptMixed:
@@ -246,13 +365,9 @@ const char *quantFormatName(QuantFormat format) {
 bool QuantConfig::isExcluded(const std::string &name) const {
   for (size_t i = 0; i < excludePatterns.size(); ++i) {
     const std::string &p = excludePatterns[i];
-    if (format == QuantFormat::CompressedTensorsNvfp4) {
-      if (p.rfind("re:", 0) == 0) {
-        if (std::regex_search(name, regexes[i], std::regex_constants::match_continuous))
-          return true;
-      } else if (p == name) {
+    if (format == QuantFormat::CompressedTensors) {
+      if (ctMatches(p, regexes[i], name))
         return true;
-      }
     } else if (wildcardMatch(p, name)) {
       return true;
     }
@@ -288,7 +403,8 @@ Result<QuantConfig> loadQuantConfig(const std::filesystem::path &modelDir,
     return f.error("quant_method", "quantization method '" + *method +
                                        "' is not supported (supported: modelopt NVFP4, FP8 and "
                                        "MIXED_PRECISION, compressed-tensors "
-                                       "nvfp4-pack-quantized, fp8, or none)");
+                                       "nvfp4-pack-quantized, float-quantized and "
+                                       "mixed-precision, fp8, or none)");
   }
 
   if (std::filesystem::is_regular_file(hfQuant, ec)) {

@@ -6,8 +6,10 @@
 // compressed-tensors (`quant_method: compressed-tensors`, format
 // `nvfp4-pack-quantized`). FP8 E4M3 weights come from ModelOpt (quant_algo
 // `FP8`, or per layer under `MIXED_PRECISION`, as NVIDIA's Qwen3.6 NVFP4
-// export keeps attention in FP8) and from `quant_method: fp8` (the
-// block-scaled FP8 releases of Qwen). This reads the claim. The claim only predicts;
+// export keeps attention in FP8), from compressed-tensors (format
+// `float-quantized`, llm-compressor's FP8 schemes, or per group under
+// `mixed-precision`) and from `quant_method: fp8` (the block-scaled FP8
+// releases of Qwen). This reads the claim. The claim only predicts;
 // the per-tensor format is decided from the tensors actually present
 // (published checkpoints have had modules missing from their exclude lists).
 //
@@ -29,7 +31,10 @@ namespace volt::model {
 enum class QuantFormat {
   None,                   ///< unquantized BF16/F16/F32
   ModelOptNvfp4,          ///< P.weight U8, P.weight_scale E4M3, P.weight_scale_2 (multiplier)
-  CompressedTensorsNvfp4, ///< P.weight_packed, P.weight_scale, P.weight_global_scale (divisor)
+  /// config_groups, each NVFP4 (P.weight_packed, P.weight_scale,
+  /// P.weight_global_scale: a divisor) or FP8 (P.weight E4M3, P.weight_scale:
+  /// a multiplier per tensor, row or 128 x 128 block)
+  CompressedTensors,
   ModelOptFp8,            ///< P.weight E4M3, P.weight_scale F32 (per tensor or per row)
   ModelOptMixed,          ///< MIXED_PRECISION: NVFP4 or FP8 per layer (`quantized_layers`)
   Fp8,                    ///< quant_method fp8: P.weight E4M3, P.weight_scale_inv per block
@@ -71,6 +76,23 @@ struct QuantConfig {
   /// Compiled `re:` patterns, in the order of excludePatterns (empty regex
   /// for non-regex entries).
   std::vector<std::regex> regexes;
+
+  /// compressed-tensors' config_groups, in the file's order: the format of
+  /// each and the modules it targets ("Linear": every linear layer; else an
+  /// exact module name or a `re:` regex matched from the start). The first
+  /// group that targets a module decides its format.
+  struct Group {
+    std::string name;
+    LayerFormat format = LayerFormat::Unquantized;
+    std::vector<std::string> targets;
+    std::vector<std::regex> regexes;
+  };
+  std::vector<Group> groups;
+
+  /// Whether any module may be NVFP4 by this claim.
+  bool claimsNvfp4() const;
+  /// The claim in words ("ModelOpt NVFP4", "compressed-tensors FP8", ...).
+  std::string name() const;
 };
 
 /// Reads the quantization claim of a model directory from

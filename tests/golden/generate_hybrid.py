@@ -67,7 +67,7 @@ import nvfp4_decode  # noqa: E402
 from tolerance import (TOLERANCE, diff_stats, first_tie, margins, position_rtol,  # noqa: E402
                        robust_prefix, tolerance_check)
 
-SEED_35_MOE, SEED_35_MOE_LONG, SEED_35, SEED_35_MOE_MIXED = 4, 20, 3, 16
+SEED_35_MOE, SEED_35_MOE_LONG, SEED_35, SEED_35_MOE_MIXED, SEED_35_MOE_CT_FP8 = 4, 20, 3, 16, 21
 PINNED = {k: v for k, v in generate.PINNED.items() if k != "compressed-tensors"}
 HERE = Path(__file__).resolve().parent
 
@@ -86,6 +86,9 @@ MODELS = {
     # projections, NVFP4 experts, shared expert and lm_head, dequantized by
     # nvfp4_decode.py for the reference.
     "qwen3.5-moe-mixed": ("qwen3.5-moe", "modelopt-mixed", SEED_35_MOE_MIXED, "short"),
+    # llm-compressor's FP8_DYNAMIC layout: every linear layer (experts too)
+    # in FP8 with a BF16 scale per row, but the LM head, routers and gates.
+    "qwen3.5-moe-ct-fp8": ("qwen3.5-moe", "compressed-tensors-fp8", SEED_35_MOE_CT_FP8, "short"),
 }
 NOISE_RUNS = 8
 NOISE_FACTOR = 2.0

@@ -93,7 +93,8 @@ def dequantize(tensors, fmt):
     """A float32 state dict (numpy arrays) with HF names from an NVFP4 or bf16 tensor table.
 
     `fmt` is "modelopt", "modelopt-mixed" (NVFP4 and FP8 per layer),
-    "compressed-tensors" or "bf16". Quantized linears become `P.weight`
+    "compressed-tensors", "compressed-tensors-fp8" (FP8 with a scale per row,
+    shape [N, 1]) or "bf16". Quantized linears become `P.weight`
     float32 [N, K]; activation and KV scales are dropped (volt runs
     weight-only); every other tensor is converted to float32. FP8 E4M3
     weights are decoded by the table above times their `weight_scale` (one
@@ -104,8 +105,9 @@ def dequantize(tensors, fmt):
     quantized = []
     consumed = set()
     modelopt = fmt in ("modelopt", "modelopt-mixed")
+    fp8 = modelopt or fmt == "compressed-tensors-fp8"
     for key, t in tensors.items():
-        if modelopt and key.endswith(".weight") and t.dtype == torch.float8_e4m3fn:
+        if fp8 and key.endswith(".weight") and t.dtype == torch.float8_e4m3fn:
             module = key[: -len(".weight")]
             values = E4M3_VALUES[raw_bytes(t)]
             scale = tensors[module + ".weight_scale"].to(torch.float32).numpy()

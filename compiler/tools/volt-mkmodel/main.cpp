@@ -16,7 +16,7 @@ int main(int argc, char **argv) {
   std::string format = "modelopt", out;
   app.add_option("--family", o.family, "qwen3-moe, qwen2-moe, mixtral, qwen3, llama, qwen3-next, qwen3.5 or qwen3.5-moe")
       ->capture_default_str();
-  app.add_option("--format", format, "modelopt, compressed-tensors, bf16 or modelopt-mixed (NVFP4 + FP8 per layer)")
+  app.add_option("--format", format, "modelopt, compressed-tensors, bf16, modelopt-mixed (NVFP4 + FP8 per layer) or compressed-tensors-fp8 (FP8 per channel)")
       ->capture_default_str();
   app.add_option("--preset", o.preset,
                  "tiny, or a published model's shape: " +

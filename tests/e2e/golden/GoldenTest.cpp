@@ -172,7 +172,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          "qwen3-moe-modelopt-long", "qwen3-next-bf16",
                                          "qwen3-next-bf16-long", "qwen3.5-moe-bf16",
                                          "qwen3.5-moe-bf16-long", "qwen3.5-bf16-long",
-                                         "qwen3.5-moe-mixed"),
+                                         "qwen3.5-moe-mixed", "qwen3.5-moe-ct-fp8"),
                        ::testing::Values(1, 2)),
     [](const auto &info) {
       std::string n = std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));

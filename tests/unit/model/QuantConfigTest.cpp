@@ -79,7 +79,11 @@ json compressedTensors(const std::string &format = "nvfp4-pack-quantized") {
 TEST(QuantConfig, CompressedTensors) {
   auto q = load(compressedTensors());
   ASSERT_TRUE(q.ok()) << q.message();
-  EXPECT_EQ(q->format, QuantFormat::CompressedTensorsNvfp4);
+  EXPECT_EQ(q->format, QuantFormat::CompressedTensors);
+  EXPECT_EQ(q->name(), "compressed-tensors NVFP4");
+  EXPECT_TRUE(q->claimsNvfp4());
+  EXPECT_EQ(q->formatOf("model.layers.3.mlp.experts.1.up_proj"), LayerFormat::Nvfp4);
+  EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Unquantized);
   EXPECT_FALSE(q->activationsQuantized);
   EXPECT_TRUE(q->isExcluded("lm_head"));
   EXPECT_FALSE(q->isExcluded("lm_head_extra")) << "plain entries are exact names";
@@ -102,6 +106,97 @@ TEST(QuantConfig, CompressedTensorsFormatsVoltDoesNotRun) {
   q = load(c);
   ASSERT_FALSE(q.ok());
   EXPECT_NE(q.message().find("not a valid regular expression"), std::string::npos)
+      << q.message();
+}
+
+// llm-compressor's FP8_DYNAMIC (per-channel weights, dynamic per-token
+// activations) and FP8_BLOCK schemes.
+json compressedTensorsFp8(const std::string &strategy, json block = nullptr) {
+  json c = compressedTensors("float-quantized");
+  json &w = c["quantization_config"]["config_groups"]["group_0"]["weights"];
+  w = {{"num_bits", 8}, {"type", "float"}, {"strategy", strategy}, {"symmetric", true},
+       {"dynamic", false}, {"block_structure", block}};
+  c["quantization_config"]["config_groups"]["group_0"]["input_activations"] = {
+      {"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}};
+  return c;
+}
+
+TEST(QuantConfig, CompressedTensorsFp8) {
+  for (const char *strategy : {"channel", "tensor"}) {
+    auto q = load(compressedTensorsFp8(strategy));
+    ASSERT_TRUE(q.ok()) << q.message();
+    EXPECT_EQ(q->format, QuantFormat::CompressedTensors);
+    EXPECT_EQ(q->name(), "compressed-tensors FP8");
+    EXPECT_FALSE(q->claimsNvfp4());
+    EXPECT_TRUE(q->activationsQuantized);
+    EXPECT_EQ(q->formatOf("model.layers.0.self_attn.o_proj"), LayerFormat::Fp8);
+    EXPECT_EQ(q->formatOf("model.layers.0.mlp.gate"), LayerFormat::Unquantized);
+    EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Unquantized);
+  }
+  auto q = load(compressedTensorsFp8("block", {128, 128}));
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->formatOf("model.layers.0.mlp.down_proj"), LayerFormat::Fp8);
+
+  q = load(compressedTensorsFp8("block", {64, 64}));
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("config_groups.group_0.weights: field 'block_structure'"),
+            std::string::npos)
+      << q.message();
+  q = load(compressedTensorsFp8("group"));
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("strategy 'group' is not supported"), std::string::npos)
+      << q.message();
+  json c = compressedTensorsFp8("channel");
+  c["quantization_config"]["config_groups"]["group_0"]["weights"]["type"] = "int";
+  q = load(c);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("group_0.weights: expected FP8 E4M3"), std::string::npos)
+      << q.message();
+}
+
+// mixed-precision: each group names its format; the first group that
+// targets a module decides.
+TEST(QuantConfig, CompressedTensorsMixedPrecisionGroups) {
+  json c = compressedTensors("mixed-precision");
+  json &groups = c["quantization_config"]["config_groups"];
+  groups["group_0"]["format"] = "nvfp4-pack-quantized";
+  groups["group_0"]["targets"] = {"re:.*mlp\\.experts\\..*", "lm_head"};
+  groups["group_1"] = compressedTensorsFp8("tensor")["quantization_config"]["config_groups"]
+                                                     ["group_0"];
+  groups["group_1"]["format"] = "float-quantized";
+  groups["group_1"]["targets"] = {"re:.*self_attn\\..*_proj$"};
+  c["quantization_config"]["ignore"] = {"re:.*mlp\\.gate$"};
+  auto q = load(c);
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->name(), "compressed-tensors mixed NVFP4 + FP8");
+  EXPECT_TRUE(q->claimsNvfp4());
+  EXPECT_EQ(q->formatOf("model.layers.2.mlp.experts.5.down_proj"), LayerFormat::Nvfp4);
+  EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Nvfp4);
+  EXPECT_EQ(q->formatOf("model.layers.2.self_attn.q_proj"), LayerFormat::Fp8);
+  EXPECT_EQ(q->formatOf("model.layers.2.linear_attn.out_proj"), LayerFormat::Unquantized)
+      << "no group targets it";
+  EXPECT_EQ(q->formatOf("model.layers.2.mlp.gate"), LayerFormat::Unquantized);
+
+  groups["group_1"].erase("format");
+  q = load(c);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("config_groups.group_1: missing field 'format'"), std::string::npos)
+      << q.message();
+  groups["group_1"]["format"] = "int-quantized";
+  q = load(c);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("group format 'int-quantized' is not supported"), std::string::npos)
+      << q.message();
+  groups["group_1"]["format"] = "float-quantized";
+  groups["group_1"]["targets"] = json::array();
+  q = load(c);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("group_1: field 'targets'"), std::string::npos) << q.message();
+  groups["group_1"]["targets"] = {"re:(["};
+  q = load(c);
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.message().find("group_1: target 're:([' is not a valid regular expression"),
+            std::string::npos)
       << q.message();
 }
 

@@ -249,12 +249,41 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
 
   const tok::Tokenizer &tokenizer = session->tokenizer();
   PreparedPrompts prompts;
+  OutputParserOptions parsing;
   if (chat) {
     const ChatRequest &c = *chatRequest;
+    const ToolChoice::Kind choice = c.toolChoice.kind;
+    if (choice == ToolChoice::Auto &&
+        !(options.enableAutoToolChoice && options.toolCallParser != ToolCallParser::None))
+      return sendError(res, badRequest("tool_choice",
+                                       "\"auto\" tool choice requires --enable-auto-tool-choice "
+                                       "and --tool-call-parser to be set"));
+    if ((choice == ToolChoice::Required || choice == ToolChoice::Named) &&
+        options.toolCallParser == ToolCallParser::None)
+      return sendError(res, badRequest("tool_choice",
+                                       "tool_choice \"required\" or a named function needs "
+                                       "--tool-call-parser (the call is opened in its format)"));
     auto text = renderChatPrompt(*session, c.messages, c.addGenerationPrompt,
                                  c.continueFinalMessage, c.tools, c.templateKwargs);
     if (!text)
       return sendError(res, text.error());
+    parsing.reasoning = options.reasoningParser;
+    parsing.tools = choice == ToolChoice::None ? ToolCallParser::None : options.toolCallParser;
+    parsing.startInReasoning =
+        parsing.reasoning != ReasoningParser::None && endsInOpenThink(*text);
+    if (c.tools.is_array())
+      parsing.toolDefinitions = std::make_shared<const Json>(c.tools);
+    if (choice == ToolChoice::Required || choice == ToolChoice::Named) {
+      // No guided decoding: the prompt ends with the call's opening, so
+      // the model writes a call (of that function, when named). Thinking
+      // left open by the template is closed first.
+      std::string opening = forcedCallOpening(
+          options.toolCallParser, choice == ToolChoice::Named ? c.toolChoice.name : "");
+      if (parsing.startInReasoning)
+        opening = "</think>\n\n" + opening;
+      *text += opening;
+      parsing.forcedPrefix = std::move(opening);
+    }
     prompts.tokens.push_back(tokenizer.encode(*text, opts->addSpecialTokens));
   } else {
     for (const PromptInput &p : completion->prompts) {
@@ -348,6 +377,10 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
   ro.returnTokensAsTokenIds = opts->returnTokensAsTokenIds;
   ro.includeUsage = opts->includeUsage;
   ro.continuousUsageStats = opts->continuousUsageStats;
+  ro.parsing = std::move(parsing);
+  ro.toolCallsFinish = chat && (chatRequest->toolChoice.kind == ToolChoice::Auto ||
+                                chatRequest->toolChoice.kind == ToolChoice::Required);
+  ro.toolCallIdPrefix = "chatcmpl-tool-" + requestId + "-";
   auto builder = std::make_unique<ResponseBuilder>(std::move(ro), run->numChoices());
 
   int fd = findConnectionSocket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);

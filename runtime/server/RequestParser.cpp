@@ -2,6 +2,7 @@
 #include "runtime/server/RequestParser.h"
 
 #include "runtime/server/JsonFields.h"
+#include "runtime/support/Strings.h"
 
 #include <charconv>
 #include <limits>
@@ -316,6 +317,62 @@ MaybeError parseMessages(const Json *v, Json &out) {
 }
 
 /// Template inputs shared by chat completions and chat-style /tokenize.
+/// tool_choice: "none", "auto", "required" or {"type": "function",
+/// "function": {"name": ...}} naming one of `tools`.
+MaybeError parseToolChoice(const Json *choice, const Json &tools, ToolChoice &out) {
+  const bool haveTools = tools.is_array() && !tools.empty();
+  if (!choice) {
+    out.kind = haveTools ? ToolChoice::Auto : ToolChoice::None;
+    return std::nullopt;
+  }
+  if (choice->is_string()) {
+    const std::string &c = choice->get_ref<const std::string &>();
+    if (c == "none") {
+      out.kind = ToolChoice::None;
+      return std::nullopt;
+    }
+    if (c != "auto" && c != "required")
+      return badRequest("tool_choice", "tool_choice: expected \"none\", \"auto\", \"required\" "
+                                       "or {\"type\": \"function\", \"function\": {\"name\": "
+                                       "...}}, found \"" +
+                                           clipForMessage(c, 64) + "\"");
+    out.kind = c == "auto" ? ToolChoice::Auto : ToolChoice::Required;
+  } else if (choice->is_object()) {
+    auto type = choice->find("type");
+    auto fn = choice->find("function");
+    const Json *name = nullptr;
+    if (fn != choice->end() && fn->is_object()) {
+      auto n = fn->find("name");
+      if (n != fn->end() && n->is_string())
+        name = &*n;
+    }
+    if (type == choice->end() || *type != "function" || !name)
+      return badRequest("tool_choice", "tool_choice: a named choice is {\"type\": \"function\", "
+                                       "\"function\": {\"name\": \"...\"}}");
+    out.kind = ToolChoice::Named;
+    out.name = name->get<std::string>();
+  } else {
+    return badRequest("tool_choice", "tool_choice: expected a string or an object");
+  }
+  if (!haveTools)
+    return badRequest("tool_choice", "tool_choice: \"" +
+                                         std::string(out.kind == ToolChoice::Named ? "named"
+                                                     : out.kind == ToolChoice::Auto
+                                                         ? "auto"
+                                                         : "required") +
+                                         "\" needs tools in the request");
+  if (out.kind == ToolChoice::Named) {
+    for (const Json &t : tools) {
+      auto fn = t.find("function");
+      if (fn != t.end() && fn->is_object() && fn->contains("name") && (*fn)["name"] == out.name)
+        return std::nullopt;
+    }
+    return badRequest("tool_choice", "tool_choice: function \"" + clipForMessage(out.name, 64) +
+                                         "\" is not among the request's tools");
+  }
+  return std::nullopt;
+}
+
 MaybeError parseTemplateInputs(const JsonFields &f, Json &tools, Json &kwargs,
                                bool &addGenerationPrompt, bool &continueFinalMessage) {
   if (const Json *t = f.get("tools")) {
@@ -533,12 +590,7 @@ ApiResult<ChatRequest> parseChatRequest(std::string_view body, const ParseLimits
   if (r.logprobs)
     r.sampling.logprobs = int32_t(topLogprobs.value_or(0));
 
-  if (const Json *choice = f.get("tool_choice")) {
-    if (!(choice->is_string() && choice->get<std::string>() == "none"))
-      return badRequest("tool_choice",
-                        "tool_choice: only \"none\" is supported (tool calls are not parsed "
-                        "from the output; tools are still shown to the model's template)");
-  }
+  VOLT_API_TRY(parseToolChoice(f.get("tool_choice"), r.tools, r.toolChoice));
   std::string ignored;
   VOLT_API_TRY(f.unsupported("echo", false, "not implemented for chat"));
   VOLT_API_TRY(f.unsupported("audio", Json(), "the model takes text only"));

@@ -72,6 +72,13 @@ struct CompletionRequest : GenerationOptions {
   bool echo = false;
 };
 
+/// OpenAI's tool_choice: absent means auto when tools are given, else none.
+struct ToolChoice {
+  enum Kind { None, Auto, Required, Named } kind = None;
+  /// Named: the function to call (one of the request's tools).
+  std::string name;
+};
+
 struct ChatRequest : GenerationOptions {
   /// The conversation, content parts already joined into strings.
   nlohmann::ordered_json messages;
@@ -83,6 +90,7 @@ struct ChatRequest : GenerationOptions {
   bool continueFinalMessage = false;
   /// `logprobs: true`; the number of alternatives is sampling.logprobs.
   bool logprobs = false;
+  ToolChoice toolChoice;
 };
 
 struct TokenizeRequest {

@@ -90,15 +90,54 @@ void ResponseBuilder::appendLogprobs(Choice &c, const engine::RequestOutput &out
   c.textOffset += codePoints(token);
 }
 
+bool ResponseBuilder::parsing() const {
+  return o_.endpoint == Endpoint::ChatCompletions &&
+         (o_.parsing.reasoning != ReasoningParser::None ||
+          o_.parsing.tools != ToolCallParser::None);
+}
+
+Json ResponseBuilder::toolCallJson(const ParsedToolCall &call, int32_t choice,
+                                   int32_t number) const {
+  return Json{{"id", o_.toolCallIdPrefix + std::to_string(choice) + "-" + std::to_string(number)},
+              {"type", "function"},
+              {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+Json ResponseBuilder::parsedDelta(const ParsedDelta &d, int32_t choice, int32_t firstCall) const {
+  Json delta = Json::object();
+  if (!d.reasoning.empty())
+    delta["reasoning_content"] = d.reasoning;
+  if (!d.content.empty())
+    delta["content"] = d.content;
+  if (!d.toolCalls.empty()) {
+    Json calls = Json::array();
+    for (size_t k = 0; k < d.toolCalls.size(); ++k) {
+      const int32_t number = firstCall + int32_t(k);
+      Json c = Json::object();
+      c["index"] = number;
+      const Json call = toolCallJson(d.toolCalls[k], choice, number);
+      for (auto it = call.begin(); it != call.end(); ++it)
+        c[it.key()] = it.value();
+      calls.push_back(std::move(c));
+    }
+    delta["tool_calls"] = std::move(calls);
+  }
+  return delta;
+}
+
 Json ResponseBuilder::choiceJson(int32_t index, const std::string &text, const Json &logprobs,
-                                 const Choice *finished) const {
+                                 const Choice *finished, bool calledTools) const {
   Json c = Json::object();
   c["index"] = index;
   bool chat = o_.endpoint == Endpoint::ChatCompletions;
   if (!chat)
     c["text"] = text;
   c["logprobs"] = o_.logprobs ? logprobs : Json();
-  c["finish_reason"] = finished ? finishReasonJson(finished->finish) : Json();
+  c["finish_reason"] = !finished ? Json()
+                       : calledTools && o_.toolCallsFinish &&
+                               finished->finish == engine::FinishReason::Stop
+                           ? Json("tool_calls")
+                           : finishReasonJson(finished->finish);
   Json stopReason;
   if (finished && finished->stopString)
     stopReason = *finished->stopString;
@@ -166,12 +205,27 @@ std::string ResponseBuilder::streamEvents(const std::vector<ChoiceEvent> &events
         error_ = o.error;
     }
     bool hasLogprobs = o_.logprobs && o.token && o.logprobs;
-    if (text.empty() && !hasLogprobs && !o.finished)
+    Json parsed;
+    if (parsing()) {
+      if (!c.parser)
+        c.parser = std::make_unique<OutputParser>(o_.parsing);
+      ParsedDelta d = c.parser->feed(o.text);
+      if (o.finished)
+        d.append(c.parser->finish());
+      if (d.empty() && !hasLogprobs && !o.finished)
+        continue;
+      parsed = parsedDelta(d, e.choice, c.toolCallsSent);
+      c.toolCallsSent += int32_t(d.toolCalls.size());
+    } else if (text.empty() && !hasLogprobs && !o.finished) {
       continue;
-    Json choice = choiceJson(e.choice, text, logprobs, o.finished ? &c : nullptr);
+    }
+    Json choice = choiceJson(e.choice, text, logprobs, o.finished ? &c : nullptr,
+                             c.toolCallsSent > 0);
     if (o_.endpoint == Endpoint::ChatCompletions) {
       Json delta = Json::object();
-      if (!text.empty() || !o.finished)
+      if (parsing())
+        delta = std::move(parsed);
+      else if (!text.empty() || !o.finished)
         delta["content"] = text;
       // The delta goes right after the index, as in OpenAI's chunks.
       Json ordered = Json::object();
@@ -233,14 +287,28 @@ Json ResponseBuilder::response() const {
     size_t prompt = i / size_t(std::max(o_.n, 1));
     if (prompt < o_.echo.size())
       text.insert(0, o_.echo[prompt]);
-    Json choice = choiceJson(int32_t(i), text, logprobs_[i], &c);
+    Json message = {{"role", "assistant"},
+                    {"content", text},
+                    {"refusal", Json()},
+                    {"tool_calls", Json::array()}};
+    bool calledTools = false;
+    if (chat && parsing()) {
+      // The same parser as a stream's, over the whole text at once.
+      OutputParser parser(o_.parsing);
+      ParsedDelta d = parser.feed(text);
+      d.append(parser.finish());
+      message["content"] = d.content.empty() ? Json() : Json(d.content);
+      for (size_t k = 0; k < d.toolCalls.size(); ++k)
+        message["tool_calls"].push_back(toolCallJson(d.toolCalls[k], int32_t(i), int32_t(k)));
+      calledTools = !d.toolCalls.empty();
+      if (o_.parsing.reasoning != ReasoningParser::None)
+        message["reasoning_content"] = d.reasoning.empty() ? Json() : Json(d.reasoning);
+    }
+    Json choice = choiceJson(int32_t(i), text, logprobs_[i], &c, calledTools);
     if (chat) {
       Json ordered = Json::object();
       ordered["index"] = i;
-      ordered["message"] = {{"role", "assistant"},
-                            {"content", text},
-                            {"refusal", Json()},
-                            {"tool_calls", Json::array()}};
+      ordered["message"] = std::move(message);
       for (auto it = choice.begin(); it != choice.end(); ++it)
         if (it.key() != "index")
           ordered[it.key()] = it.value();

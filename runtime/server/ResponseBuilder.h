@@ -12,11 +12,13 @@
 
 #include "runtime/server/ApiError.h"
 #include "runtime/server/Generation.h"
+#include "runtime/server/OutputParser.h"
 #include "runtime/tokenizer/Tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +49,14 @@ struct ResponseOptions {
   bool returnTokensAsTokenIds = false;
   bool includeUsage = false;
   bool continuousUsageStats = false;
+  /// Chat: how each choice's text is split into reasoning_content, content
+  /// and tool_calls (--reasoning-parser, --tool-call-parser).
+  OutputParserOptions parsing;
+  /// A choice that called tools and stopped ends with finish_reason
+  /// "tool_calls" (tool_choice auto and required, as vLLM).
+  bool toolCallsFinish = false;
+  /// Tool call ids are this prefix and the call's number ("chatcmpl-tool-...").
+  std::string toolCallIdPrefix;
 };
 
 class ResponseBuilder {
@@ -86,7 +96,18 @@ private:
     std::optional<std::string> stopString;
     /// Prompt tokens whose KV came from the prefix cache (when finished).
     int32_t cachedPromptTokens = 0;
+    /// Streaming with a parser: its state, and the tool calls sent.
+    std::unique_ptr<OutputParser> parser;
+    int32_t toolCallsSent = 0;
   };
+
+  /// The chat delta of a parsed piece (reasoning_content, content,
+  /// tool_calls), numbering calls from `firstCall`.
+  nlohmann::ordered_json parsedDelta(const ParsedDelta &d, int32_t choice,
+                                     int32_t firstCall) const;
+  nlohmann::ordered_json toolCallJson(const ParsedToolCall &call, int32_t choice,
+                                      int32_t number) const;
+  bool parsing() const;
 
   /// Adds one output's logprobs to `into` (in this endpoint's shape).
   void appendLogprobs(Choice &c, const engine::RequestOutput &out, nlohmann::ordered_json &into);
@@ -94,7 +115,7 @@ private:
   nlohmann::ordered_json emptyLogprobs() const;
   nlohmann::ordered_json choiceJson(int32_t index, const std::string &text,
                                     const nlohmann::ordered_json &logprobs,
-                                    const Choice *finished) const;
+                                    const Choice *finished, bool calledTools = false) const;
   nlohmann::ordered_json chunk(nlohmann::ordered_json choices) const;
   nlohmann::ordered_json usage() const;
   nlohmann::ordered_json fingerprint() const;

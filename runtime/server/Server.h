@@ -16,6 +16,7 @@
 #pragma once
 
 #include "runtime/engine/GenerationDefaults.h"
+#include "runtime/server/OutputParser.h"
 #include "runtime/serving/Session.h"
 #include "runtime/support/Status.h"
 
@@ -38,6 +39,15 @@ struct ServerOptions {
   /// Unknown request fields get 400 (OpenAI's behaviour) instead of being
   /// ignored with a warning (vLLM's default).
   bool strictFields = false;
+  /// --reasoning-parser: chat outputs' <think>...</think> as
+  /// reasoning_content.
+  ReasoningParser reasoningParser = ReasoningParser::None;
+  /// --tool-call-parser: the format tool calls are read from.
+  ToolCallParser toolCallParser = ToolCallParser::None;
+  /// --enable-auto-tool-choice: tool_choice auto (the default when a
+  /// request has tools) reads calls from the output; without it, auto is
+  /// refused, as vLLM does.
+  bool enableAutoToolChoice = false;
   /// The prefix of /metrics' families: "volt" (volt:...) or "vllm"
   /// (vLLM's own names, for dashboards built for vLLM).
   std::string metricsPrefix = "volt";

@@ -92,8 +92,30 @@ int serve(int argc, char **argv) {
                  "generation_config.json, carried by the plan), vllm (vLLM's own defaults), "
                  "or a folder holding a generation_config.json")
       ->capture_default_str();
+  std::string reasoningParser, toolCallParser;
+  app.add_option("--reasoning-parser", reasoningParser,
+                 "return what a chat model writes inside <think>...</think> as "
+                 "reasoning_content: qwen3 (Qwen3, Qwen3.5, Qwen3.6, Qwen3-Next)")
+      ->check(CLI::IsMember({"qwen3"}));
+  app.add_option("--tool-call-parser", toolCallParser,
+                 "read tool calls from chat outputs: hermes (<tool_call>{json}</tool_call>: "
+                 "Qwen3, Qwen2.5) or qwen3_coder (<function=...><parameter=...>: Qwen3.5, "
+                 "Qwen3.6, Qwen3-Coder)")
+      ->check(CLI::IsMember({"hermes", "qwen3_coder"}));
+  app.add_flag("--enable-auto-tool-choice", o.enableAutoToolChoice,
+               "let tool_choice auto (the default when a request has tools) read tool calls "
+               "from the output; needs --tool-call-parser");
   CLI11_PARSE(app, argc, argv);
   o.planPath = planPath;
+  if (!reasoningParser.empty())
+    o.reasoningParser = *volt::server::reasoningParserByName(reasoningParser);
+  if (!toolCallParser.empty())
+    o.toolCallParser = *volt::server::toolCallParserByName(toolCallParser);
+  if (o.enableAutoToolChoice && o.toolCallParser == volt::server::ToolCallParser::None) {
+    std::fprintf(stderr, "volt-serve: error: --enable-auto-tool-choice needs --tool-call-parser "
+                         "(hermes or qwen3_coder)\n");
+    return 1;
+  }
   // A folder's generation_config.json is read before anything is loaded, so
   // that a bad one fails at once.
   std::optional<volt::engine::GenerationDefaults> folderDefaults;

@@ -194,5 +194,116 @@ class OpenAIClientTest(unittest.TestCase):
             bad.models.list()
 
 
+WEATHER = [{"type": "function", "function": {
+    "name": "get_weather", "description": "the weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+# The prompt ends inside an open <think>, as Qwen3.5's template writes it
+# with thinking on: here by continuing an assistant turn that opens it.
+THINKING = {"messages": [{"role": "user", "content": "Weather in Paris?"},
+                         {"role": "assistant", "content": "<think>\n"}],
+            "extra_body": {"continue_final_message": True, "add_generation_prompt": False}}
+
+
+class ToolsAndReasoningTest(unittest.TestCase):
+    """--reasoning-parser qwen3 and --tool-call-parser qwen3_coder through the client.
+    The random tiny model is steered with logit_bias: one token repeated."""
+
+    @classmethod
+    def setUpClass(cls):
+        if openai is None:
+            raise RuntimeError("the 'openai' Python package is missing (scripts/install-deps.sh)")
+        cls.server = harness.Server("--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
+                                    "--tool-call-parser", "qwen3_coder")
+        cls.server.start()
+        cls.client = openai.OpenAI(base_url=cls.server.base_url + "/v1", api_key="none",
+                                   max_retries=0, timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "server", None) and cls.server.proc:
+            code = cls.server.stop()
+            cls.server.kill()
+            assert code == 0, f"volt-serve exited with {code}"
+
+    def token(self, text):
+        status, _, body = self.server.post("/tokenize", {"prompt": text, "add_special_tokens": False})
+        self.assertEqual(status, 200)
+        ids = body["tokens"]
+        self.assertEqual(len(ids), 1, text)
+        return ids[0]
+
+    def chat(self, **kw):
+        kw.setdefault("messages", [{"role": "user", "content": "Weather in Paris?"}])
+        return self.client.chat.completions.create(model="model", temperature=0, **kw)
+
+    def test_named_tool_choice_gives_a_call_streamed_or_not(self):
+        newline = {str(self.token("\n")): 100}
+        choice = {"type": "function", "function": {"name": "get_weather"}}
+        r = self.chat(tools=WEATHER, tool_choice=choice, logit_bias=newline, max_tokens=4)
+        calls = r.choices[0].message.tool_calls
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(calls[0].type, "function")
+        self.assertEqual(calls[0].function.name, "get_weather")
+        self.assertEqual(calls[0].function.arguments, "{}")
+        self.assertTrue(calls[0].id.startswith("chatcmpl-tool-"))
+        self.assertIsNone(r.choices[0].message.content)
+        self.assertEqual(r.choices[0].finish_reason, "length")
+        names, args, content = [], "", ""
+        for chunk in self.chat(tools=WEATHER, tool_choice=choice, logit_bias=newline,
+                               max_tokens=4, stream=True):
+            for c in chunk.choices:
+                content += c.delta.content or ""
+                for t in c.delta.tool_calls or []:
+                    self.assertEqual(t.index, 0)
+                    names.append(t.function.name)
+                    args += t.function.arguments
+        self.assertEqual(names, ["get_weather"])
+        self.assertEqual(args, "{}")
+        self.assertEqual(content, "")
+
+    def test_reasoning_content_when_the_prompt_opens_thinking(self):
+        a = {str(self.token("a")): 100}
+        r = self.chat(logit_bias=a, max_tokens=5, **THINKING)
+        m = r.choices[0].message
+        self.assertEqual(m.reasoning_content, "aaaaa")
+        self.assertIsNone(m.content)
+        streamed = ""
+        for chunk in self.chat(logit_bias=a, max_tokens=5, stream=True, **THINKING):
+            for c in chunk.choices:
+                self.assertFalse(c.delta.content)
+                streamed += getattr(c.delta, "reasoning_content", None) or ""
+        self.assertEqual(streamed, "aaaaa")
+        # Without an open <think>: content, no reasoning.
+        r = self.chat(logit_bias=a, max_tokens=5)
+        self.assertEqual(r.choices[0].message.content, "aaaaa")
+        self.assertIsNone(r.choices[0].message.reasoning_content)
+
+    def test_auto_and_required_on_random_output_never_fail(self):
+        for choice in ("auto", "required"):
+            r = self.chat(tools=WEATHER, tool_choice=choice, max_tokens=12)
+            self.assertIn(r.choices[0].finish_reason, ("length", "stop", "tool_calls"))
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.chat(tools=WEATHER, tool_choice={"type": "function",
+                                                  "function": {"name": "nope"}}, max_tokens=2)
+        self.assertIn("not among the request's tools", str(e.exception))
+
+    def test_auto_needs_the_flags(self):
+        plain = harness.Server()
+        plain.start()
+        try:
+            client = openai.OpenAI(base_url=plain.base_url + "/v1", api_key="none", max_retries=0)
+            with self.assertRaises(openai.BadRequestError) as e:
+                client.chat.completions.create(model="model", tools=WEATHER, max_tokens=2,
+                                               messages=[{"role": "user", "content": "hi"}])
+            self.assertIn("--enable-auto-tool-choice", str(e.exception))
+            r = client.chat.completions.create(model="model", tools=WEATHER, tool_choice="none",
+                                               max_tokens=2,
+                                               messages=[{"role": "user", "content": "hi"}])
+            self.assertEqual(r.choices[0].message.tool_calls, [])
+        finally:
+            self.assertEqual(plain.stop(), 0)
+            plain.kill()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 namespace volt::server {
@@ -21,6 +22,9 @@ constexpr int32_t kVocab = 64;
 class CountingModel : public engine::StepBackend {
 public:
   Status runStep(const engine::StepBatch &batch, std::span<float> logits) override {
+    // A test that must act before a request can finish holds the steps.
+    while (hold.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     for (int32_t s = 0; s < batch.numSeqs; ++s) {
       int32_t last = batch.tokens[size_t(batch.logitsRows[size_t(s)])];
       std::span<float> row = logits.subspan(size_t(s) * kVocab, kVocab);
@@ -30,6 +34,7 @@ public:
     }
     return Status::success();
   }
+  std::atomic<bool> hold{false};
 };
 
 /// Text "<id>" per token.
@@ -140,9 +145,13 @@ TEST_F(GenerationTest, ChoicesRunToTheirEnd) {
 TEST_F(GenerationTest, CancelEndsWithAbortAndFreesBlocks) {
   std::vector<ChoiceSpec> specs;
   specs.push_back(choice({1}, 120, true));
+  // Under load the engine could otherwise finish all 120 tokens before the
+  // cancel (it once ended with finish_reason length in a full ctest run).
+  model_.hold.store(true);
   auto run = GenerationRun::start(*engine_, std::move(specs), metrics_);
   ASSERT_TRUE(run.ok());
   (*run)->cancel();
+  model_.hold.store(false);
   std::vector<ChoiceEvent> events = drain(**run);
   ASSERT_FALSE(events.empty());
   EXPECT_TRUE(events.back().output.finished);

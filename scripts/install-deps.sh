@@ -9,7 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libyaml-cpp-dev libflatbuffers-dev flatbuffers-compiler nlohmann-json3-dev
-  libcpp-httplib-dev libcli11-dev libpcre2-dev libxxhash-dev libicu-dev xz-utils
+  libboost1.81-dev libcpp-httplib-dev libcli11-dev libpcre2-dev libxxhash-dev libicu-dev xz-utils
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-14 libclang-rt-14-dev clang-format
   python3 python3-jinja2 python3-pip curl

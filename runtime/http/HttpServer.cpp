@@ -54,6 +54,12 @@ constexpr std::chrono::milliseconds kLingerTime{1000};
 constexpr size_t kLingerBytes = 4 * 1024 * 1024;
 constexpr size_t kReadChunk = 16 * 1024;
 
+std::string seconds(std::chrono::milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(d.count()) / 1000.0);
+  return buf;
+}
+
 } // namespace
 
 void Response::setHeader(std::string name, std::string value) {
@@ -479,13 +485,13 @@ private:
       if (!writing_)
         return layerError({408, "header_timeout",
                            "the request line and headers did not arrive within " +
-                               std::to_string(limits().headerTimeout.count() / 1000.0) +
+                               seconds(limits().headerTimeout) +
                                " s (--header-timeout)"});
       return close();
     case Phase::Body:
       return layerError({408, "body_timeout",
                          "the request body did not arrive within " +
-                             std::to_string(limits().bodyTimeout.count() / 1000.0) +
+                             seconds(limits().bodyTimeout) +
                              " s (--body-timeout)"});
     default:
       // Idle keep-alive, a write the client did not take, the linger.

@@ -8,7 +8,6 @@
 // cancelled, which frees their KV-cache blocks.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/server/Connection.h"
 #include "runtime/server/ServerImpl.h"
 
 #include <ctime>
@@ -60,13 +59,14 @@ void truncatePrompt(std::vector<int32_t> &tokens, const GenerationOptions &o) {
     tokens.erase(tokens.begin(), tokens.end() - *o.truncatePromptTokens);
 }
 
-/// The state of one streaming response, owned by cpp-httplib's content
+/// The state of one streaming response, owned by the response's stream
 /// provider; its destructor is where the request leaves the server.
 struct StreamState {
   Server::Impl *server = nullptr;
   std::unique_ptr<GenerationRun> run;
   std::unique_ptr<ResponseBuilder> builder;
-  int fd = -1;
+  /// The request's connection (clientGone()), without its body.
+  http::Request peer;
   engine::Clock::time_point start, deadline;
   bool started = false;
   bool sawAbort = false;
@@ -128,9 +128,9 @@ void finishRecord(const ResponseBuilder &b) {
 }
 
 /// One call of the content provider: waits for outputs, writes them.
-/// Returns false when the client is gone (cpp-httplib then drops the
+/// Returns false when the client is gone (the layer then drops the
 /// connection).
-bool provideStream(StreamState &s, httplib::DataSink &sink) {
+bool provideStream(StreamState &s, http::StreamSink &sink) {
   AccessRecord &record = currentRequest().record;
   auto clientGone = [&] {
     s.run->cancel();
@@ -181,7 +181,7 @@ bool provideStream(StreamState &s, httplib::DataSink &sink) {
     }
     if (!data.empty())
       return write(data) ? true : clientGone();
-    if (peerClosed(s.fd))
+    if (s.peer.clientGone())
       return clientGone();
   }
 }
@@ -217,7 +217,7 @@ ApiResult<std::string> renderChatPrompt(const serving::Session &session, const J
   return text;
 }
 
-void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Response &res,
+void Server::Impl::handleGeneration(const http::Request &req, http::Response &res,
                                     Endpoint endpoint) {
   const std::string requestId = currentRequest().record.requestId;
   engine::Clock::time_point start = currentRequest().start;
@@ -383,7 +383,6 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
   ro.toolCallIdPrefix = "chatcmpl-tool-" + requestId + "-";
   auto builder = std::make_unique<ResponseBuilder>(std::move(ro), run->numChoices());
 
-  int fd = findConnectionSocket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   engine::Clock::time_point deadline{};
   if (options.requestTimeoutSeconds > 0)
     deadline = start + std::chrono::duration_cast<engine::Clock::duration>(
@@ -395,12 +394,12 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
     state->server = this;
     state->run = std::move(run);
     state->builder = std::move(builder);
-    state->fd = fd;
+    state->peer.connection = req.connection;
     state->start = start;
     state->deadline = deadline;
     active.count = nullptr; // the stream state gives the slot back
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [state](size_t, httplib::DataSink &sink) {
+    res.setHeader("Cache-Control", "no-cache");
+    res.setStream("text/event-stream", [state](http::StreamSink &sink) {
       return provideStream(*state, sink);
     });
     return;
@@ -417,7 +416,7 @@ void Server::Impl::handleGeneration(const httplib::Request &req, httplib::Respon
     builder->add(events);
     if (run->done())
       break;
-    if (peerClosed(fd)) {
+    if (req.clientGone()) {
       run->cancel();
       record.clientDisconnected = true;
       record.status = 499;

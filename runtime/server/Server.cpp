@@ -2,7 +2,6 @@
 #include "runtime/server/Server.h"
 
 #include "runtime/server/Auth.h"
-#include "runtime/server/Connection.h"
 #include "runtime/server/ServerImpl.h"
 #include "runtime/support/Strings.h"
 
@@ -101,26 +100,26 @@ Server::Impl::Impl(ServerOptions o)
               options.metricsPrefix + ":"),
       accessLog(options.accessLog) {}
 
-void Server::Impl::sendError(httplib::Response &res, const ApiError &error) {
+void Server::Impl::sendError(http::Response &res, const ApiError &error) {
   res.status = error.status;
   if (error.retryAfterSeconds)
-    res.set_header("Retry-After", std::to_string(*error.retryAfterSeconds));
-  res.set_content(error.body(), "application/json");
+    res.setHeader("Retry-After", std::to_string(*error.retryAfterSeconds));
+  res.setContent(error.body(), "application/json");
   currentRequest().record.error = clipForMessage(error.message, 256);
 }
 
-void Server::Impl::sendJson(httplib::Response &res, const Json &body) {
+void Server::Impl::sendJson(http::Response &res, const Json &body) {
   res.status = 200;
-  res.set_content(dumpJson(body), "application/json");
+  res.setContent(dumpJson(body), "application/json");
 }
 
-serving::Session *Server::Impl::readySession(httplib::Response &res, bool generation) {
+serving::Session *Server::Impl::readySession(http::Response &res, bool generation) {
   if (draining.load()) {
     if (generation)
       metrics.observeRejected("shutting_down");
     ApiError e = serverError(503, "shutting_down", "the server is shutting down");
     e.retryAfterSeconds = 1;
-    res.set_header("Connection", "close");
+    res.setHeader("Connection", "close");
     sendError(res, e);
     return nullptr;
   }
@@ -166,252 +165,230 @@ void Server::Impl::cancelAll() {
     run->cancel();
 }
 
-void Server::Impl::registerRoutes() {
-  http.set_pre_routing_handler([this](const httplib::Request &req, httplib::Response &res) {
-    CurrentRequest &cur = currentRequest();
-    cur.record = AccessRecord{};
-    cur.start = engine::Clock::now();
-    std::string id = req.get_header_value("X-Request-Id");
-    cur.record.requestId = usableRequestId(id) ? id : randomId();
-    UnknownFieldPolicy &fields = unknownFieldPolicy();
-    fields.strict = options.strictFields;
-    fields.ignored.clear();
-    res.set_header("X-Request-Id", cur.record.requestId);
-    // CORS (browser pages of other origins): off unless --allowed-origins
-    // names the page's origin. A preflight carries no credentials, so it
-    // is answered before the key is checked.
-    const std::string origin = req.get_header_value("Origin");
-    const bool anyOrigin = std::find(options.allowedOrigins.begin(), options.allowedOrigins.end(),
-                                     "*") != options.allowedOrigins.end();
-    const bool originAllowed =
-        !origin.empty() && (anyOrigin || std::find(options.allowedOrigins.begin(),
-                                                   options.allowedOrigins.end(),
-                                                   origin) != options.allowedOrigins.end());
-    if (originAllowed) {
-      res.set_header("Access-Control-Allow-Origin", anyOrigin ? "*" : origin);
-      if (!anyOrigin)
-        res.set_header("Vary", "Origin");
+Json Server::Impl::modelCard(const std::string &name) const {
+  // The sampling defaults requests get (--generation-config), with
+  // generation_config.json's names.
+  const engine::GenerationDefaults &d = limits.defaults;
+  // The FP32 values at their shortest (0.9, not 0.8999999761581421).
+  auto number = [](float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+    for (int digits = 1; digits <= 9; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
+      if (std::strtof(buf, nullptr) == v)
+        break;
     }
-    if (req.method == "OPTIONS") {
-      if (originAllowed) {
-        res.status = 204;
-        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
-        res.set_header("Access-Control-Max-Age", "600");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      ApiError e;
-      e.status = 403;
-      e.code = "origin_not_allowed";
-      e.message = origin.empty() ? std::string("cors: a preflight request needs an Origin header")
-                                 : "cors: origin '" + clipForMessage(origin, 128) +
-                                       "' is not allowed (--allowed-origins)";
-      sendError(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    const bool open = options.apiKey.empty() ||
-                      (isOpenPath(req.path) && !options.authHealthAndMetrics) ||
-                      bearerMatches(req.get_header_value("Authorization"), options.apiKey);
-    if (!open) {
-      ApiError e;
-      e.status = 401;
-      e.code = "invalid_api_key";
-      e.message = "authorization: expected the header 'Authorization: Bearer <api key>' with the "
-                  "server's key";
-      // The body (if any) was not read; the connection cannot be reused.
-      res.set_header("Connection", "close");
-      res.set_header("WWW-Authenticate", "Bearer");
-      sendError(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // Request bodies are JSON, said so: a page of any origin can make a
-    // browser send a text/plain or form POST without asking (no preflight),
-    // but not an application/json one. POST /ping reads no body and runs
-    // nothing.
-    if (req.method == "POST" && req.path != "/ping" &&
-        !isJsonContentType(req.get_header_value("Content-Type"))) {
-      const std::string found = req.get_header_value("Content-Type");
-      ApiError e;
-      e.status = 415;
-      e.code = "unsupported_media_type";
-      e.message = "content-type: expected application/json, found " +
-                  (found.empty() ? std::string("none") : "'" + clipForMessage(found, 64) + "'");
-      res.set_header("Connection", "close");
-      sendError(res, e);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
-  http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
-    handleGeneration(req, res, Endpoint::Completions);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
-    handleGeneration(req, res, Endpoint::ChatCompletions);
-  });
-  http.Post("/tokenize", [this](const httplib::Request &req, httplib::Response &res) {
-    handleTokenize(req, res);
-  });
-  http.Post("/detokenize", [this](const httplib::Request &req, httplib::Response &res) {
-    handleDetokenize(req, res);
-  });
-
-  http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
-    if (readySession(res, false))
-      res.status = 200;
-  });
-  // vLLM's (and SageMaker's) liveness check: /health's answer, GET or POST.
-  auto ping = [this](const httplib::Request &, httplib::Response &res) {
-    if (readySession(res, false))
-      res.status = 200;
+    return std::strtod(buf, nullptr);
   };
-  http.Get("/ping", ping);
-  http.Post("/ping", ping);
+  Json defaults = Json::object();
+  if (d.temperature)
+    defaults["temperature"] = number(*d.temperature);
+  if (d.topP)
+    defaults["top_p"] = number(*d.topP);
+  if (d.topK)
+    defaults["top_k"] = *d.topK;
+  if (d.minP)
+    defaults["min_p"] = number(*d.minP);
+  if (d.repetitionPenalty)
+    defaults["repetition_penalty"] = number(*d.repetitionPenalty);
+  return Json{{"id", name},
+              {"object", "model"},
+              {"created", createdAt},
+              {"owned_by", "volt"},
+              {"root", options.planPath.empty() ? name : options.planPath},
+              {"parent", Json()},
+              {"max_model_len", maxModelLen},
+              {"default_sampling_params", std::move(defaults)},
+              {"permission", Json::array()}};
+}
+
+void Server::Impl::startRecord(const http::Request &req, http::Response &res) {
+  CurrentRequest &cur = currentRequest();
+  cur.record = AccessRecord{};
+  cur.start = engine::Clock::now();
+  std::string id = req.header("X-Request-Id");
+  cur.record.requestId = usableRequestId(id) ? id : randomId();
+  UnknownFieldPolicy &fields = unknownFieldPolicy();
+  fields.strict = options.strictFields;
+  fields.ignored.clear();
+  res.setHeader("X-Request-Id", cur.record.requestId);
+}
+
+void Server::Impl::handleLayerError(const http::LayerError &le, const http::Request &req,
+                                    http::Response &res) {
+  startRecord(req, res);
+  ApiError e;
+  e.status = le.status;
+  e.message = le.message;
+  if (le.status >= 500) {
+    e = serverError(le.status, le.code == "internal" ? "" : le.code, le.message);
+  } else if (le.code == "body_too_large") {
+    e.code = "request_too_large";
+  } else if (le.code == "header_too_large" || le.code == "too_many_headers") {
+    e.code = "request_header_fields_too_large";
+  } else if (le.code == "header_timeout" || le.code == "body_timeout") {
+    e.code = "request_timeout";
+  } else if (le.code != "malformed") {
+    e.code = le.code;
+  }
+  if (le.code == "too_many_connections" || le.code == "too_many_connections_from_client")
+    e.retryAfterSeconds = 1;
+  sendError(res, e);
+}
+
+void Server::Impl::handle(const http::Request &req, http::Response &res) {
+  startRecord(req, res);
+  // CORS (browser pages of other origins): off unless --allowed-origins
+  // names the page's origin. A preflight carries no credentials, so it
+  // is answered before the key is checked.
+  const std::string origin = req.header("Origin");
+  const bool anyOrigin = std::find(options.allowedOrigins.begin(), options.allowedOrigins.end(),
+                                   "*") != options.allowedOrigins.end();
+  const bool originAllowed =
+      !origin.empty() && (anyOrigin || std::find(options.allowedOrigins.begin(),
+                                                 options.allowedOrigins.end(),
+                                                 origin) != options.allowedOrigins.end());
+  if (originAllowed) {
+    res.setHeader("Access-Control-Allow-Origin", anyOrigin ? "*" : origin);
+    if (!anyOrigin)
+      res.setHeader("Vary", "Origin");
+  }
+  if (req.method == "OPTIONS") {
+    if (originAllowed) {
+      res.status = 204;
+      res.setHeader("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+      res.setHeader("Access-Control-Max-Age", "600");
+      return;
+    }
+    ApiError e;
+    e.status = 403;
+    e.code = "origin_not_allowed";
+    e.message = origin.empty() ? std::string("cors: a preflight request needs an Origin header")
+                               : "cors: origin '" + clipForMessage(origin, 128) +
+                                     "' is not allowed (--allowed-origins)";
+    return sendError(res, e);
+  }
+  const bool open = options.apiKey.empty() ||
+                    (isOpenPath(req.path) && !options.authHealthAndMetrics) ||
+                    bearerMatches(req.header("Authorization"), options.apiKey);
+  if (!open) {
+    ApiError e;
+    e.status = 401;
+    e.code = "invalid_api_key";
+    e.message = "authorization: expected the header 'Authorization: Bearer <api key>' with the "
+                "server's key";
+    res.setHeader("WWW-Authenticate", "Bearer");
+    return sendError(res, e);
+  }
+  // Request bodies are JSON, said so: a page of any origin can make a
+  // browser send a text/plain or form POST without asking (no preflight),
+  // but not an application/json one. POST /ping reads no body and runs
+  // nothing.
+  if (req.method == "POST" && req.path != "/ping" &&
+      !isJsonContentType(req.header("Content-Type"))) {
+    const std::string found = req.header("Content-Type");
+    ApiError e;
+    e.status = 415;
+    e.code = "unsupported_media_type";
+    e.message = "content-type: expected application/json, found " +
+                (found.empty() ? std::string("none") : "'" + clipForMessage(found, 64) + "'");
+    return sendError(res, e);
+  }
+
+  const std::string &path = req.path;
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (post && path == "/v1/completions")
+    return handleGeneration(req, res, Endpoint::Completions);
+  if (post && path == "/v1/chat/completions")
+    return handleGeneration(req, res, Endpoint::ChatCompletions);
+  if (post && path == "/tokenize")
+    return handleTokenize(req, res);
+  if (post && path == "/detokenize")
+    return handleDetokenize(req, res);
+  // /health, and vLLM's (and SageMaker's) liveness check /ping, GET or POST.
+  if ((get && path == "/health") || ((get || post) && path == "/ping")) {
+    if (readySession(res, false))
+      res.status = 200;
+    return;
+  }
   // vLLM's /load: the generation requests in flight.
-  http.Get("/load", [this](const httplib::Request &, httplib::Response &res) {
-    sendJson(res, Json{{"server_load", activeGenerations.load()}});
-  });
-  http.Get("/version", [this](const httplib::Request &, httplib::Response &res) {
-    sendJson(res, Json{{"version", VOLT_VERSION}});
-  });
-  http.Get("/metrics", [this](const httplib::Request &, httplib::Response &res) {
+  if (get && path == "/load")
+    return sendJson(res, Json{{"server_load", activeGenerations.load()}});
+  if (get && path == "/version")
+    return sendJson(res, Json{{"version", VOLT_VERSION}});
+  if (get && path == "/metrics") {
     serving::Session *s = session.load();
     std::optional<engine::EngineStats> stats;
     if (s)
       stats = s->engine().stats();
-    res.set_content(metrics.render(stats ? &*stats : nullptr, engineInfo),
-                    "text/plain; version=0.0.4; charset=utf-8");
-  });
-
-  auto modelCard = [this](const std::string &name) {
-    // The sampling defaults requests get (--generation-config), with
-    // generation_config.json's names.
-    const engine::GenerationDefaults &d = limits.defaults;
-    // The FP32 values at their shortest (0.9, not 0.8999999761581421).
-    auto number = [](float v) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
-      for (int digits = 1; digits <= 9; ++digits) {
-        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(v));
-        if (std::strtof(buf, nullptr) == v)
-          break;
-      }
-      return std::strtod(buf, nullptr);
-    };
-    Json defaults = Json::object();
-    if (d.temperature)
-      defaults["temperature"] = number(*d.temperature);
-    if (d.topP)
-      defaults["top_p"] = number(*d.topP);
-    if (d.topK)
-      defaults["top_k"] = *d.topK;
-    if (d.minP)
-      defaults["min_p"] = number(*d.minP);
-    if (d.repetitionPenalty)
-      defaults["repetition_penalty"] = number(*d.repetitionPenalty);
-    return Json{{"id", name},
-                {"object", "model"},
-                {"created", createdAt},
-                {"owned_by", "volt"},
-                {"root", options.planPath.empty() ? name : options.planPath},
-                {"parent", Json()},
-                {"max_model_len", maxModelLen},
-                {"default_sampling_params", std::move(defaults)},
-                {"permission", Json::array()}};
-  };
-  http.Get("/v1/models", [this, modelCard](const httplib::Request &, httplib::Response &res) {
+    res.setContent(metrics.render(stats ? &*stats : nullptr, engineInfo),
+                   "text/plain; version=0.0.4; charset=utf-8");
+    return;
+  }
+  const std::string modelsPrefix = "/v1/models/";
+  if (get && (path == "/v1/models" ||
+              (path.size() > modelsPrefix.size() && path.rfind(modelsPrefix, 0) == 0))) {
     if (!readySession(res, false))
       return;
-    Json data = Json::array();
-    for (const std::string &name : modelNames)
-      data.push_back(modelCard(name));
-    sendJson(res, Json{{"object", "list"}, {"data", std::move(data)}});
-  });
-  http.Get(R"(/v1/models/(.+))",
-           [this, modelCard](const httplib::Request &req, httplib::Response &res) {
-             if (!readySession(res, false))
-               return;
-             std::string name = req.matches[1];
-             if (auto e = checkModel(name))
-               return sendError(res, *e);
-             sendJson(res, modelCard(name));
-           });
+    if (path == "/v1/models") {
+      Json data = Json::array();
+      for (const std::string &name : modelNames)
+        data.push_back(modelCard(name));
+      return sendJson(res, Json{{"object", "list"}, {"data", std::move(data)}});
+    }
+    std::string name = path.substr(modelsPrefix.size());
+    if (auto e = checkModel(name))
+      return sendError(res, *e);
+    return sendJson(res, modelCard(name));
+  }
 
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request &req, httplib::Response &res) {
-        // 499: the client went away; nothing will be read.
-        if (!res.body.empty() || res.status == 499)
-          return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        e.status = res.status;
-        if (res.status == 404) {
-          std::vector<std::string> allowed;
-          for (const Route &r : kRoutes)
-            if (req.path == r.path && req.method != r.method)
-              allowed.push_back(r.method);
-          if (!allowed.empty()) {
-            e.status = 405;
-            e.code = "method_not_allowed";
-            e.message = "method " + req.method + " is not allowed on " + req.path +
-                        " (allowed: " + joinList(allowed) + ")";
-            res.set_header("Allow", joinList(allowed));
-          } else {
-            e.code = "not_found";
-            e.message = "no such endpoint: " + req.method + " " + req.path;
-          }
-        } else if (res.status == 413) {
-          e.code = "request_too_large";
-          e.message = "the request body is larger than the limit of " +
-                      std::to_string(options.maxBodyBytes) + " bytes (--max-body-bytes)";
-          res.set_header("Connection", "close");
-        } else if (res.status == 414) {
-          e.message = "the request target is too long";
-        } else if (res.status >= 500) {
-          e = serverError(res.status, "", "internal server error");
-        } else {
-          e.message = "malformed HTTP request";
-        }
-        sendError(res, e);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  ApiError e;
+  std::vector<std::string> allowed;
+  for (const Route &r : kRoutes)
+    if (path == r.path && req.method != r.method)
+      allowed.push_back(r.method);
+  if (path.rfind(modelsPrefix, 0) == 0 && path.size() > modelsPrefix.size() && !get)
+    allowed.push_back("GET");
+  if (!allowed.empty()) {
+    e.status = 405;
+    e.code = "method_not_allowed";
+    e.message = "method " + clipForMessage(req.method, 64) + " is not allowed on " +
+                clipForMessage(path, 512) + " (allowed: " + joinList(allowed) + ")";
+    res.setHeader("Allow", joinList(allowed));
+  } else {
+    e.status = 404;
+    e.code = "not_found";
+    e.message = "no such endpoint: " + clipForMessage(req.method, 64) + " " +
+                clipForMessage(path, 512);
+  }
+  sendError(res, e);
+}
 
-  http.set_exception_handler(
-      [this](const httplib::Request &, httplib::Response &res, const std::exception_ptr &ep) {
-        std::string what = "unknown exception";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception &e) {
-          what = e.what();
-        } catch (...) {
-        }
-        sendError(res, serverError(500, "", "internal server error: " + what));
-      });
-
-  http.set_logger([this](const httplib::Request &req, const httplib::Response &res) {
-    CurrentRequest &cur = currentRequest();
-    AccessRecord &r = cur.record;
-    r.method = req.method;
-    r.path = req.path;
-    r.remote = req.remote_addr;
-    if (r.status == 0)
-      r.status = res.status;
-    if (cur.start != engine::Clock::time_point{})
-      r.totalSeconds = std::chrono::duration<double>(engine::Clock::now() - cur.start).count();
-    metrics.observeHttp(routeLabel(req.path), req.method, r.status);
-    r.ignoredFields = std::move(unknownFieldPolicy().ignored);
-    unknownFieldPolicy().ignored.clear();
-    if (!r.ignoredFields.empty())
-      std::fprintf(stderr, "volt-serve: warning: request %s: ignored unknown fields: %s\n",
-                   r.requestId.c_str(), joinList(r.ignoredFields).c_str());
-    accessLog.write(r);
-    cur = CurrentRequest{};
-  });
+void Server::Impl::log(const http::Request &req, const http::Response &res) {
+  CurrentRequest &cur = currentRequest();
+  AccessRecord &r = cur.record;
+  r.method = req.method;
+  r.path = req.path;
+  r.remote = req.remoteAddr;
+  if (r.status == 0)
+    r.status = res.status;
+  if (cur.start != engine::Clock::time_point{})
+    r.totalSeconds = std::chrono::duration<double>(engine::Clock::now() - cur.start).count();
+  metrics.observeHttp(routeLabel(req.path), req.method, r.status);
+  r.ignoredFields = std::move(unknownFieldPolicy().ignored);
+  unknownFieldPolicy().ignored.clear();
+  if (!r.ignoredFields.empty())
+    std::fprintf(stderr, "volt-serve: warning: request %s: ignored unknown fields: %s\n",
+                 r.requestId.c_str(), joinList(r.ignoredFields).c_str());
+  accessLog.write(r);
+  cur = CurrentRequest{};
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Server::~Server() {
-  if (impl_->listener.joinable()) {
+  if (impl_->http) {
     beginShutdown();
     cancelAll();
     wait();
@@ -427,6 +404,12 @@ Result<std::unique_ptr<Server>> Server::create(ServerOptions options) {
                  std::to_string(options.maxQueueLen));
   if (options.port < 0 || options.port > 65535)
     return Error("--port: expected 0 to 65535, found " + std::to_string(options.port));
+  auto seconds = [](const char *flag, double v) -> Result<std::chrono::milliseconds> {
+    if (!(v > 0) || v > 86400)
+      return Error(std::string(flag) + ": expected seconds in (0, 86400], found " +
+                   std::to_string(v));
+    return std::chrono::milliseconds(int64_t(v * 1000 + 0.5));
+  };
   // A client that goes away makes writes fail with EPIPE; without this the
   // first such write would kill the process.
   std::signal(SIGPIPE, SIG_IGN);
@@ -435,40 +418,37 @@ Result<std::unique_ptr<Server>> Server::create(ServerOptions options) {
   Impl &s = *impl;
   const ServerOptions &o = s.options;
   s.createdAt = std::time(nullptr);
-  size_t threads = size_t(o.httpThreads > 0 ? o.httpThreads : o.maxConcurrentRequests + 64);
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.http.set_payload_max_length(o.maxBodyBytes);
-  s.http.set_keep_alive_max_count(1u << 20);
-  s.http.set_keep_alive_timeout(o.keepAliveSeconds);
-  s.http.set_tcp_nodelay(true);
-  // cpp-httplib's default also sets SO_REUSEPORT, with which a second
-  // server on the same port starts without an error and takes half of the
-  // connections. SO_REUSEADDR alone lets a restart bind at once.
-  s.http.set_socket_options([](int fd) {
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  });
-  s.registerRoutes();
-
-  if (o.port == 0) {
-    s.port = s.http.bind_to_any_port(o.host);
-  } else {
-    s.port = s.http.bind_to_port(o.host, o.port) ? o.port : -1;
-  }
-  if (s.port <= 0)
-    return Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
+  http::HttpServerOptions h;
+  h.host = o.host;
+  h.port = o.port;
+  h.workerThreads = o.httpThreads > 0 ? o.httpThreads : o.maxConcurrentRequests + 64;
+  http::HttpLimits &l = h.limits;
+  l.maxBodyBytes = o.maxBodyBytes;
+  l.maxHeaderBytes = o.maxHeaderBytes;
+  if (o.maxHeaders < 1)
+    return Error("--max-headers: expected at least 1, found " + std::to_string(o.maxHeaders));
+  l.maxHeaders = size_t(o.maxHeaders);
+  VOLT_ASSIGN_OR_RETURN(l.headerTimeout, seconds("--header-timeout", o.headerTimeoutSeconds));
+  VOLT_ASSIGN_OR_RETURN(l.bodyTimeout, seconds("--body-timeout", o.bodyTimeoutSeconds));
+  VOLT_ASSIGN_OR_RETURN(l.writeTimeout, seconds("--write-timeout", o.writeTimeoutSeconds));
+  VOLT_ASSIGN_OR_RETURN(l.idleTimeout,
+                        seconds("--keep-alive-timeout", double(o.keepAliveSeconds)));
+  if (o.maxConnections < 0 || o.maxConnectionsPerClient < 0)
+    return Error("--max-connections, --max-connections-per-client: expected 0 (no limit) or "
+                 "more");
+  l.maxConnections = o.maxConnections;
+  l.maxConnectionsPerClient = o.maxConnectionsPerClient;
+  auto server = http::HttpServer::start(
+      h, [&s](const http::Request &req, http::Response &res) { s.handle(req, res); },
+      [&s](const http::Request &req, const http::Response &res) { s.log(req, res); },
+      [&s](const http::LayerError &e, const http::Request &req, http::Response &res) {
+        s.handleLayerError(e, req, res);
+      });
+  if (!server)
+    return Error(server.message() +
                  " (address in use, not an address of this machine, or not permitted)");
-  s.listenFd = findListeningSocket(s.port);
-  // cpp-httplib listens with a backlog of 5: a burst of clients would see
-  // dropped connection attempts and one-second retries.
-  if (s.listenFd >= 0)
-    setListenBacklog(s.listenFd, 4096);
-  s.listener = std::thread([&s] {
-    s.http.listen_after_bind();
-    std::lock_guard<std::mutex> lock(s.shutdownMu);
-    s.listenerDone = true;
-    s.shutdownCv.notify_all();
-  });
+  s.http = std::move(*server);
+  s.port = s.http->port();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -528,34 +508,37 @@ void Server::beginShutdown() {
     return;
   }
   s.shutdownStarted = true;
+  s.shutdownCv.notify_all();
   s.draining.store(true);
-  // Started under the lock, so that wait() sees it once the listener ends.
+  // New connections are refused and idle ones closed at once; the others
+  // close after their response. The grace period is a hard deadline: what
+  // is still running shortly before it is cancelled (so that streams end
+  // with their error event and non-streaming requests get their 503), and
+  // at the deadline every connection is closed.
+  s.http->drain();
   s.graceThread = std::thread([&s] {
-    std::unique_lock<std::mutex> lock(s.shutdownMu);
-    auto grace = std::chrono::duration<double>(s.options.shutdownGraceSeconds);
-    if (!s.shutdownCv.wait_for(lock, grace, [&] { return s.listenerDone; })) {
-      lock.unlock();
+    const auto grace = std::chrono::milliseconds(
+        int64_t(std::max(0.0, s.options.shutdownGraceSeconds) * 1000 + 0.5));
+    const auto margin = std::min(std::chrono::milliseconds(500), grace / 4);
+    if (!s.http->waitClosed(grace - margin)) {
       s.cancelAll();
+      if (!s.http->waitClosed(margin))
+        s.http->closeAll();
     }
+    std::lock_guard<std::mutex> lock(s.shutdownMu);
+    s.closed = true;
+    s.shutdownCv.notify_all();
   });
-  // Once the listener has ended, its socket is closed and the descriptor
-  // may name something else.
-  if (s.listenerDone)
-    return;
-  // accept() now fails, which ends cpp-httplib's accept loop; it then
-  // waits for the connections it has (and closes the listening socket).
-  if (s.listenFd >= 0)
-    stopAccepting(s.listenFd);
-  else
-    s.http.stop(); // ends streams at once too, but the listener must end
 }
 
 void Server::cancelAll() { impl_->cancelAll(); }
 
 void Server::wait() {
   Impl &s = *impl_;
-  if (s.listener.joinable())
-    s.listener.join();
+  {
+    std::unique_lock<std::mutex> lock(s.shutdownMu);
+    s.shutdownCv.wait(lock, [&] { return s.shutdownStarted; });
+  }
   std::thread grace;
   {
     std::lock_guard<std::mutex> lock(s.shutdownMu);
@@ -563,6 +546,9 @@ void Server::wait() {
   }
   if (grace.joinable())
     grace.join();
+  // Joins the workers (their connections are closed, their runs done or
+  // cancelled) and the I/O thread, then stops the engine.
+  s.http.reset();
   if (serving::Session *session = s.session.load()) {
     session->engine().stop();
     if (s.engineThread.joinable())

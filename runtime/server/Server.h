@@ -1,8 +1,9 @@
 //===- Server.h - the OpenAI-compatible HTTP server ------------*- C++ -*-===//
 //
-// volt-serve's library: an HTTP server (cpp-httplib, a thread per
-// connection from a pool) in front of one serving::Session. HTTP threads
-// parse, tokenize, submit to the engine and stream; one engine thread runs
+// volt-serve's library: an HTTP server (runtime/http: one I/O thread for
+// every connection, handlers on a pool of workers) in front of one
+// serving::Session. Workers parse, tokenize, submit to the engine and
+// stream; one engine thread runs
 // Engine::run(). See docs/server.md for the endpoints, limits and metrics.
 //
 // Lifecycle: create() binds the port and starts answering at once (503,
@@ -72,9 +73,22 @@ struct ServerOptions {
   double shutdownGraceSeconds = 30;
   /// Idle seconds before a keep-alive connection is closed.
   int keepAliveSeconds = 5;
-  /// HTTP worker threads (one per open connection); 0 means
-  /// max_concurrent_requests + 64.
+  /// Threads that run handlers (a request read whole takes one until its
+  /// response is written); 0 means max_concurrent_requests + 64.
   int httpThreads = 0;
+  /// Request line and headers: bytes and fields (431 beyond).
+  size_t maxHeaderBytes = 16 * 1024;
+  int maxHeaders = 100;
+  /// Seconds for the headers from a request's first byte, and for the
+  /// body after them (408 beyond); a write the client does not take
+  /// within writeTimeoutSeconds closes the connection.
+  double headerTimeoutSeconds = 10;
+  double bodyTimeoutSeconds = 60;
+  double writeTimeoutSeconds = 60;
+  /// Open connections, in total and from one client address (503 and
+  /// close beyond; 0: no limit).
+  int maxConnections = 4096;
+  int maxConnectionsPerClient = 1024;
   /// Access log destination (one JSON line per request); null: none.
   std::FILE *accessLog = stderr;
   /// For /v1/models ("root").

@@ -16,7 +16,7 @@
 #include "runtime/server/ResponseBuilder.h"
 #include "runtime/server/Server.h"
 
-#include <httplib.h>
+#include "runtime/http/HttpServer.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -32,7 +32,8 @@ inline constexpr std::chrono::milliseconds kPollInterval{20};
 
 /// What the access log says about the request this HTTP thread is serving.
 /// A worker thread serves one request at a time, and the handler, the
-/// streaming content provider and the logger all run on it.
+/// streaming content provider and the logger all run on it (a request the
+/// layer refuses is answered and logged on the I/O thread).
 struct CurrentRequest {
   AccessRecord record;
   engine::Clock::time_point start{};
@@ -51,10 +52,8 @@ struct Server::Impl {
   explicit Impl(ServerOptions o);
 
   ServerOptions options;
-  httplib::Server http;
+  std::unique_ptr<http::HttpServer> http;
   int port = 0;
-  int listenFd = -1;
-  std::thread listener;
   std::thread engineThread;
   std::thread graceThread;
 
@@ -80,19 +79,28 @@ struct Server::Impl {
   std::mutex shutdownMu;
   std::condition_variable shutdownCv;
   bool shutdownStarted = false;
-  bool listenerDone = false;
+  bool closed = false;
 
-  void registerRoutes();
+  /// Every request the layer has read: CORS, auth, content type, routing.
+  void handle(const http::Request &req, http::Response &res);
+  /// A request the layer refused (limits, malformed, timeouts).
+  void handleLayerError(const http::LayerError &e, const http::Request &req,
+                        http::Response &res);
+  /// The access-log line and metrics, once the response is written.
+  void log(const http::Request &req, const http::Response &res);
+  void startRecord(const http::Request &req, http::Response &res);
+  /// One entry of /v1/models.
+  nlohmann::ordered_json modelCard(const std::string &name) const;
   /// The session, or null after answering 503 (loading / shutting down).
-  serving::Session *readySession(httplib::Response &res, bool generation);
-  void sendError(httplib::Response &res, const ApiError &error);
-  void sendJson(httplib::Response &res, const nlohmann::ordered_json &body);
+  serving::Session *readySession(http::Response &res, bool generation);
+  void sendError(http::Response &res, const ApiError &error);
+  void sendJson(http::Response &res, const nlohmann::ordered_json &body);
   /// 404 unless `model` is empty or one of the served names.
   MaybeError checkModel(const std::string &model) const;
 
-  void handleGeneration(const httplib::Request &req, httplib::Response &res, Endpoint endpoint);
-  void handleTokenize(const httplib::Request &req, httplib::Response &res);
-  void handleDetokenize(const httplib::Request &req, httplib::Response &res);
+  void handleGeneration(const http::Request &req, http::Response &res, Endpoint endpoint);
+  void handleTokenize(const http::Request &req, http::Response &res);
+  void handleDetokenize(const http::Request &req, http::Response &res);
 
   void trackRun(GenerationRun *run);
   void untrackRun(GenerationRun *run);

@@ -10,7 +10,7 @@ namespace volt::server {
 
 using Json = nlohmann::ordered_json;
 
-void Server::Impl::handleTokenize(const httplib::Request &req, httplib::Response &res) {
+void Server::Impl::handleTokenize(const http::Request &req, http::Response &res) {
   serving::Session *session = readySession(res, false);
   if (!session)
     return;
@@ -48,7 +48,7 @@ void Server::Impl::handleTokenize(const httplib::Request &req, httplib::Response
   sendJson(res, body);
 }
 
-void Server::Impl::handleDetokenize(const httplib::Request &req, httplib::Response &res) {
+void Server::Impl::handleDetokenize(const http::Request &req, http::Response &res) {
   serving::Session *session = readySession(res, false);
   if (!session)
     return;

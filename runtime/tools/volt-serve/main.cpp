@@ -18,6 +18,8 @@
 #include <fstream>
 #include <optional>
 #include <iterator>
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <thread>
 
@@ -72,7 +74,28 @@ int serve(int argc, char **argv) {
                  "idle seconds before a keep-alive connection is closed")
       ->capture_default_str();
   app.add_option("--http-threads", o.httpThreads,
-                 "HTTP worker threads, one per open connection (0: max-concurrent-requests + 64)")
+                 "threads that run requests once read (idle and slow connections take none; "
+                 "0: max-concurrent-requests + 64)")
+      ->capture_default_str();
+  app.add_option("--max-header-bytes", o.maxHeaderBytes,
+                 "largest request line and headers (431 beyond)")
+      ->capture_default_str();
+  app.add_option("--max-headers", o.maxHeaders, "most header fields in a request (431 beyond)")
+      ->capture_default_str();
+  app.add_option("--header-timeout", o.headerTimeoutSeconds,
+                 "seconds for a request's line and headers from its first byte (408 beyond)")
+      ->capture_default_str();
+  app.add_option("--body-timeout", o.bodyTimeoutSeconds,
+                 "seconds for a request's body after its headers (408 beyond)")
+      ->capture_default_str();
+  app.add_option("--write-timeout", o.writeTimeoutSeconds,
+                 "seconds a client may take to accept a write before its connection is closed")
+      ->capture_default_str();
+  app.add_option("--max-connections", o.maxConnections,
+                 "open connections (503 and close beyond; 0: no limit)")
+      ->capture_default_str();
+  app.add_option("--max-connections-per-client", o.maxConnectionsPerClient,
+                 "open connections from one client address (503 and close beyond; 0: no limit)")
       ->capture_default_str();
   app.add_flag("--no-access-log", noAccessLog, "do not log a line per request");
   app.add_flag("--no-verify-checksums", noVerify,
@@ -107,6 +130,15 @@ int serve(int argc, char **argv) {
                "from the output; needs --tool-call-parser");
   CLI11_PARSE(app, argc, argv);
   o.planPath = planPath;
+  {
+    // Each connection is a descriptor: the usual soft limit of 1024 would
+    // refuse connections long before --max-connections.
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &files);
+    }
+  }
   if (!reasoningParser.empty())
     o.reasoningParser = *volt::server::reasoningParserByName(reasoningParser);
   if (!toolCallParser.empty())

@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -732,6 +733,170 @@ class LimitsTest(unittest.TestCase):
                                             finished_reason="abort"), 32)
 
 
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def raw_exchange(port, data, timeout=10):
+    """Sends bytes on a fresh connection and reads until the server closes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except (ConnectionError, socket.timeout):
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        s.close()
+
+
+class AttackTest(unittest.TestCase):
+    """The HTTP layer's limits, each as an attacker would push them (bounded,
+    loopback): afterwards the server answers at once and its memory has
+    stayed within a bound."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.Server("--header-timeout", "1", "--keep-alive-timeout", "2")
+        cls.server.start()
+        cls.base_rss = rss_mb(cls.server.proc.pid)
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.server.stop() == 0
+
+    def assert_healthy(self):
+        start = time.time()
+        status, _, _ = self.server.request("GET", "/health", timeout=5)
+        self.assertEqual(status, 200)
+        self.assertLess(time.time() - start, 1.0)
+        # Memory: the attacks' bytes are never held (a 50 MB bound over
+        # the server's resident size before them).
+        self.assertLess(rss_mb(self.server.proc.pid), self.base_rss + 50)
+
+    def test_trickling_connections_do_not_starve_the_server(self):
+        # 330 connections sending one header byte at a time: each costs
+        # no thread, and each gets 408 at the header deadline.
+        socks = []
+        for _ in range(330):
+            c = socket.create_connection(("127.0.0.1", self.server.port))
+            c.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+            socks.append(c)
+        self.assert_healthy()
+        time.sleep(0.5)
+        for c in socks:
+            try:
+                c.sendall(b"a")
+            except OSError:
+                pass
+        self.assert_healthy()
+        timeouts = 0
+        for c in socks:
+            c.settimeout(5)
+            try:
+                if b" 408 " in c.recv(4096):
+                    timeouts += 1
+            except OSError:
+                pass
+            c.close()
+        self.assertEqual(timeouts, 330)
+        self.assert_healthy()
+
+    def test_huge_headers_are_refused_unread(self):
+        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        s.sendall(b"GET /health HTTP/1.1\r\n")
+        sent = 0
+        try:
+            while sent < 52 << 20:
+                s.sendall(b"X-Pad: " + b"a" * 1000 + b"\r\n")
+                sent += 1009
+        except OSError:
+            pass  # the server answered and closed
+        s.settimeout(5)
+        reply = b""
+        try:
+            reply = s.recv(4096)
+        except OSError:
+            pass
+        s.close()
+        self.assertLess(sent, 52 << 20)  # cut off long before the 52 MB
+        if reply:
+            self.assertIn(b" 431 ", reply)
+        self.assert_healthy()
+
+    def test_chunked_bodies_obey_the_body_limit(self):
+        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n")
+        chunk = b"10000\r\n" + b"a" * 0x10000 + b"\r\n"
+        sent = 0
+        try:
+            while sent < 400 << 20:
+                s.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        s.settimeout(5)
+        reply = b""
+        try:
+            reply = s.recv(4096)
+        except OSError:
+            pass
+        s.close()
+        self.assertLess(sent, 400 << 20)
+        if reply:
+            self.assertIn(b" 413 ", reply)
+            self.assertIn(b"request_too_large", reply)
+        self.assert_healthy()
+
+    def test_pipelined_requests_are_answered_in_order(self):
+        reply = raw_exchange(self.server.port,
+                             b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n"
+                             b"GET /load HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        self.assertEqual(reply.count(b"HTTP/1.1 200 OK"), 2, reply)
+        self.assertLess(reply.find(b'"version"'), reply.find(b'"server_load"'))
+
+    def test_conflicting_framing_is_refused(self):
+        for head in [b"Content-Length: 2\r\nContent-Length: 3",
+                     b"Content-Length: 2\r\nTransfer-Encoding: chunked",
+                     b"Transfer-Encoding: gzip, chunked"]:
+            reply = raw_exchange(self.server.port,
+                                 b"POST /tokenize HTTP/1.1\r\nContent-Type: application/json\r\n"
+                                 + head + b"\r\n\r\n0\r\n\r\n"
+                                 b"GET /version HTTP/1.1\r\n\r\n")
+            self.assertIn(b" 400 ", reply, head)
+            self.assertEqual(reply.count(b"HTTP/1.1"), 1, head)  # nothing after it served
+            body = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+            self.assertEqual(body["error"]["code"], "bad_framing")
+        self.assert_healthy()
+
+    def test_long_target_and_http10_streams(self):
+        start = time.time()
+        reply = raw_exchange(self.server.port,
+                             b"GET /health?" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n")
+        self.assertLess(time.time() - start, 1.0)
+        self.assertIn(b" 414 ", reply)
+        body = json.dumps({"prompt": "Hello", "max_tokens": 4, "stream": True}).encode()
+        reply = raw_exchange(self.server.port,
+                             b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        head, _, rest = reply.partition(b"\r\n\r\n")
+        self.assertIn(b"HTTP/1.0 200", head)
+        self.assertNotIn(b"chunked", head.lower())
+        self.assertTrue(rest.startswith(b"data: "), rest[:40])
+        self.assertTrue(rest.endswith(b"data: [DONE]\n\n"))
+
+
 class ShutdownTest(unittest.TestCase):
     def test_sigterm_finishes_requests_in_flight(self):
         server = harness.Server()
@@ -746,11 +911,11 @@ class ShutdownTest(unittest.TestCase):
         read_event(resp)
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.1)
-        # Draining: an open connection is told 503; new connections are refused.
-        idle.request("GET", "/health")
-        r = idle.getresponse()
-        self.assertEqual(r.status, 503)
-        self.assertEqual(json.loads(r.read())["error"]["code"], "shutting_down")
+        # Draining: an idle keep-alive connection is closed at once (a
+        # request on it finds it gone); new connections are refused.
+        with self.assertRaises((http.client.RemoteDisconnected, ConnectionError)):
+            idle.request("GET", "/health")
+            idle.getresponse()
         status, _, _ = server.request("GET", "/health", timeout=5)
         self.assertIsNone(status)
         # The stream in flight runs to its end.
@@ -760,6 +925,37 @@ class ShutdownTest(unittest.TestCase):
         final = json.loads(events[-2])
         self.assertEqual(final["choices"][0]["finish_reason"], "length")
         self.assertEqual(server.proc.wait(60), 0)
+
+    def test_exit_within_the_grace_period(self):
+        # Idle keep-alive connections (with a long keep-alive timeout), a
+        # client trickling its headers and a stream nobody reads must not
+        # hold the process past the grace period.
+        server = harness.Server("--shutdown-grace-period", "1", "--keep-alive-timeout", "60",
+                                "--header-timeout", "60")
+        server.start()
+        self.addCleanup(server.kill)
+        idle = []
+        for _ in range(4):
+            c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            c.request("GET", "/health")
+            c.getresponse().read()
+            idle.append(c)
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+        unread = socket.create_connection(("127.0.0.1", server.port))
+        body = json.dumps(dict(LONG, n=8, stream=True)).encode()
+        unread.sendall(b"POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        time.sleep(0.3)
+        start = time.time()
+        server.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(server.proc.wait(30), 0)
+        elapsed = time.time() - start
+        self.assertLess(elapsed, 1.0 + 0.75, "exited %.2f s after SIGTERM, grace 1 s" % elapsed)
+        for c in idle:
+            c.close()
+        slow.close()
+        unread.close()
 
     def test_grace_period_cancels_what_is_left(self):
         server = harness.Server("--shutdown-grace-period", "0.05")

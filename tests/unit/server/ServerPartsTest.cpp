@@ -2,7 +2,6 @@
 #include "runtime/server/AccessLog.h"
 #include "runtime/server/ApiError.h"
 #include "runtime/server/Auth.h"
-#include "runtime/server/Connection.h"
 #include "runtime/server/Metrics.h"
 
 #include <gtest/gtest.h>
@@ -155,67 +154,6 @@ TEST(AccessLog, ClipsWhatTheClientChose) {
   EXPECT_NE(line.find("(100004 bytes)"), std::string::npos);
   EXPECT_NE(line.find("(8388608 bytes)"), std::string::npos);
   EXPECT_EQ(line.find('\n'), std::string::npos);
-}
-
-/// A loopback listener, a client connected to it, and the accepted socket.
-struct Loopback {
-  int listener = -1, client = -1, accepted = -1, port = 0;
-  Loopback() {
-    listener = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
-    EXPECT_EQ(listen(listener, 4), 0);
-    socklen_t len = sizeof addr;
-    getsockname(listener, reinterpret_cast<sockaddr *>(&addr), &len);
-    port = ntohs(addr.sin_port);
-    client = socket(AF_INET, SOCK_STREAM, 0);
-    EXPECT_EQ(connect(client, reinterpret_cast<sockaddr *>(&addr), sizeof addr), 0);
-    accepted = accept(listener, nullptr, nullptr);
-  }
-  ~Loopback() {
-    for (int fd : {listener, client, accepted})
-      if (fd >= 0)
-        close(fd);
-  }
-  int clientPort() const {
-    sockaddr_in addr{};
-    socklen_t len = sizeof addr;
-    getsockname(client, reinterpret_cast<sockaddr *>(&addr), &len);
-    return ntohs(addr.sin_port);
-  }
-};
-
-TEST(Connection, FindsTheSocketsByAddress) {
-  Loopback l;
-  ASSERT_GE(l.accepted, 0);
-  EXPECT_EQ(findListeningSocket(l.port), l.listener);
-  EXPECT_EQ(findConnectionSocket("127.0.0.1", l.port, "127.0.0.1", l.clientPort()), l.accepted);
-  // Found again (from the per-thread cache) and not confused with the client's end.
-  EXPECT_EQ(findConnectionSocket("127.0.0.1", l.port, "127.0.0.1", l.clientPort()), l.accepted);
-  EXPECT_EQ(findConnectionSocket("127.0.0.1", l.clientPort(), "127.0.0.1", l.port), l.client);
-  EXPECT_EQ(findConnectionSocket("127.0.0.1", l.port, "127.0.0.1", 1), -1);
-  EXPECT_TRUE(setListenBacklog(l.listener, 128));
-}
-
-TEST(Connection, SeesThePeerClose) {
-  Loopback l;
-  ASSERT_GE(l.accepted, 0);
-  EXPECT_FALSE(peerClosed(l.accepted));
-  // Unread data from the peer is not a close.
-  ASSERT_EQ(write(l.client, "x", 1), 1);
-  EXPECT_FALSE(peerClosed(l.accepted));
-  close(l.client);
-  l.client = -1;
-  EXPECT_TRUE(peerClosed(l.accepted));
-  EXPECT_FALSE(peerClosed(-1));
-}
-
-TEST(Connection, StopAcceptingEndsAccept) {
-  Loopback l;
-  stopAccepting(l.listener);
-  EXPECT_LT(accept(l.listener, nullptr, nullptr), 0);
 }
 
 } // namespace

@@ -191,6 +191,12 @@ struct TiledAttentionShape {
 };
 TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int64_t headDim);
 
+/// The chunked Gated DeltaNet kernel's shape rule.
+using kernels::GatedDeltaChunkedShape;
+using kernels::gatedDeltaChunkedShape;
+using kernels::kGatedDeltaChunk;
+using kernels::kGatedDeltaChunkedThreads;
+
 /// Where the block scales of an NVFP4 weight entry start in its pack entry
 /// (compiler/pack: the packed elements, aligned to 256 bytes).
 uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape);

@@ -69,12 +69,15 @@ struct Shape {
   std::optional<int64_t> moeIntermediate; ///< moe_intermediate_size (and the shared expert's)
   std::optional<int64_t> vocab;           ///< vocab_size (the special tokens move with it)
   std::optional<int64_t> maxPositions;    ///< max_position_embeddings
+  std::optional<int64_t> linearKeyDim;    ///< linear_key_head_dim (Gated DeltaNet)
+  std::optional<int64_t> linearValueDim;  ///< linear_value_head_dim (Gated DeltaNet)
   /// mlp_only_layers: the layers with a dense MLP instead of experts (empty:
   /// every layer has experts).
   std::optional<std::vector<int64_t>> mlpOnlyLayers;
   bool any() const {
     return hidden || layers || heads || kvHeads || headDim || intermediate || experts ||
-           expertsPerToken || moeIntermediate || vocab || maxPositions || mlpOnlyLayers;
+           expertsPerToken || moeIntermediate || vocab || maxPositions || linearKeyDim ||
+           linearValueDim || mlpOnlyLayers;
   }
 };
 

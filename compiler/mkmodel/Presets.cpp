@@ -405,6 +405,10 @@ Status applyShape(json &config, const std::string &family, const Shape &shape) {
   VOLT_RETURN_IF_ERROR(set("--moe-intermediate", shape.moeIntermediate,
                            {"moe_intermediate_size", "shared_expert_intermediate_size"}));
   VOLT_RETURN_IF_ERROR(set("--max-positions", shape.maxPositions, {"max_position_embeddings"}));
+  VOLT_RETURN_IF_ERROR(
+      set("--linear-key-head-dim", shape.linearKeyDim, {"linear_key_head_dim"}));
+  VOLT_RETURN_IF_ERROR(
+      set("--linear-value-head-dim", shape.linearValueDim, {"linear_value_head_dim"}));
   VOLT_RETURN_IF_ERROR(set("--layers", shape.layers, {"num_hidden_layers"}));
   if (shape.layers) {
     const int64_t layers = *shape.layers;

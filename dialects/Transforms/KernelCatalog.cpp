@@ -1,6 +1,7 @@
 //===- KernelCatalog.cpp --------------------------------------------------===//
 #include "dialects/Transforms/KernelCatalog.h"
 
+#include "dialects/Transforms/KernelRules.h"
 #include "dialects/Volt/VoltOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -88,6 +89,16 @@ SmallVector<Variant> gemmVariants(const TargetInfo &t, StringRef gemv, StringRef
   };
 }
 
+/// The most tokens of a decode step: max_num_seqs (256 unless the
+/// deployment says).
+int64_t maxNumSeqs(Operation *op) {
+  if (auto module = op->getParentOfType<ModuleOp>())
+    if (auto deployment = module->getAttrOfType<DictionaryAttr>("volt.deployment"))
+      if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"); seqs && seqs.getInt() > 0)
+        return seqs.getInt();
+  return 256;
+}
+
 /// Steps of at most max_num_seqs tokens (every decode step, and small
 /// mixed steps) run paged_attention, one block per (token, kv head) on CUDA
 /// cores, splitting each long decode context across blocks (split-K) so
@@ -104,13 +115,7 @@ SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a) {
   const int64_t group = a.getNumKvHeads() > 0 ? a.getNumHeads() / a.getNumKvHeads() : 0;
   const bool tiled =
       headDim % 16 == 0 && headDim <= kMaxTiledHeadDim && group >= 1 && group <= kQueryTile;
-  // Decode steps never exceed max_num_seqs (256 unless the deployment says).
-  int64_t decodeTokens = 256;
-  if (auto module = a->getParentOfType<ModuleOp>())
-    if (auto deployment = module->getAttrOfType<DictionaryAttr>("volt.deployment"))
-      if (auto seqs = deployment.getAs<IntegerAttr>("max_num_seqs"); seqs && seqs.getInt() > 0)
-        decodeTokens = seqs.getInt();
-  SmallVector<Variant> v = {{tiled ? decodeTokens : kAnyTokens,
+  SmallVector<Variant> v = {{tiled ? maxNumSeqs(a) : kAnyTokens,
                              "paged_attention",
                              {{"head_dim", headDim}, {"split_k_tokens", 512}}}};
   if (tiled)
@@ -120,6 +125,22 @@ SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a) {
                   {"query_tile", kQueryTile},
                   {"key_tile", kKeyTile},
                   {"split_k_tokens", 512}}});
+  return v;
+}
+
+/// Decode steps run gated_delta_rule, a block per (sequence, value head)
+/// walking its tokens one at a time (bit for bit the cpu op); larger steps
+/// carry prefill chunks and run gated_delta_rule_chunked, 64 tokens at a
+/// time on tensor cores, where the head dims and its shared memory allow.
+SmallVector<Variant> gatedDeltaRuleVariants(volt::ir::GatedDeltaRuleOp g, const TargetInfo &t) {
+  const GatedDeltaChunkedShape shape =
+      gatedDeltaChunkedShape(kGatedDeltaChunk, g.getKeyDim(), g.getValueDim());
+  const bool chunked =
+      shape.supported && shape.sharedBytes <= static_cast<uint64_t>(t.sharedMemoryPerBlockOptinBytes);
+  SmallVector<Variant> v = {
+      {chunked ? maxNumSeqs(g) : kAnyTokens, "gated_delta_rule", {{"threads", 256}}}};
+  if (chunked)
+    v.push_back({kAnyTokens, "gated_delta_rule_chunked", {{"chunk", kGatedDeltaChunk}}});
   return v;
 }
 
@@ -146,6 +167,8 @@ ArrayAttr select(Builder &b, Operation *op, const TargetInfo &t) {
             return gemmVariants(t, "dense_moe_gemv", "dense_moe_gemm", lastDim(m.getResult()));
           })
           .Case<AttentionOp>([&](AttentionOp a) { return attentionVariants(a); })
+          .Case<GatedDeltaRuleOp>(
+              [&](GatedDeltaRuleOp g) { return gatedDeltaRuleVariants(g, t); })
           .Case<AllReduceOp, AllGatherOp>([&](Operation *) {
             SmallVector<Variant> v = {{kAnyTokens, "nccl", {}}};
             return v;

@@ -45,4 +45,37 @@ inline AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, i
   return s;
 }
 
+/// The chunked Gated DeltaNet kernel (templates/gated_delta_rule_chunked.cu):
+/// tokens per chunk by default, and threads per block.
+inline constexpr int64_t kGatedDeltaChunk = 64;
+inline constexpr uint32_t kGatedDeltaChunkedThreads = 256;
+
+/// Whether gated_delta_rule_chunked serves heads of `keyDim` x `valueDim`
+/// (multiples of 16 up to 128) in chunks of `chunk` tokens (32 or 64), and
+/// the dynamic shared memory a block needs (the template's layout).
+struct GatedDeltaChunkedShape {
+  bool supported = false;
+  int64_t chunk = 0;
+  uint64_t sharedBytes = 0;
+};
+
+inline GatedDeltaChunkedShape gatedDeltaChunkedShape(int64_t chunk, int64_t keyDim,
+                                                     int64_t valueDim) {
+  GatedDeltaChunkedShape s;
+  s.chunk = chunk;
+  s.supported = (chunk == 32 || chunk == 64) && keyDim > 0 && keyDim % 16 == 0 &&
+                keyDim <= 128 && valueDim > 0 && valueDim % 16 == 0 && valueDim <= 128;
+  if (!s.supported)
+    return s;
+  // Q and K [chunk][dk + 4], V^T [dv][chunk + 4], T or P [chunk][chunk + 4]
+  // (halves); L/T in FP32 [chunk][chunk + 1] or S^T [dv][dk + 4] (halves);
+  // G, beta, the tail decays and the row sums [chunk][dv / 16] (FP32).
+  const int64_t qk = 2 * chunk * (keyDim + 4) * 2, vt = valueDim * (chunk + 4) * 2,
+                tp = chunk * (chunk + 4) * 2,
+                x = std::max(chunk * (chunk + 1) * 4, valueDim * (keyDim + 4) * 2),
+                small = (3 * chunk + chunk * (valueDim / 16)) * 4;
+  s.sharedBytes = static_cast<uint64_t>(qk + vt + tp + x + small);
+  return s;
+}
+
 } // namespace volt::kernels

@@ -14,7 +14,10 @@
 // 4,000 positions) as GB/s of K and V read against the copy bandwidth, and
 // prefill (one chunk of 512 and of 2,048 tokens from position 0, causal) as
 // TFLOP/s (4 d sum of contexts per query head) and the fraction of
-// --peak-tflops.
+// --peak-tflops; and for the Gated DeltaNet recurrence at Qwen3.6-35B-A3B's
+// shapes: decode (1, 8, 64 sequences) as GB/s of state, and a 4,096- and
+// a 16,384-token prompt through the token-by-token kernel and the chunked
+// one, with the ratio of their times.
 // Prints a Markdown table for docs/perf/kernels.md. Not a test: it asserts
 // nothing.
 //
@@ -26,6 +29,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <string>
 #include <numeric>
 #include <random>
 #include <set>
@@ -44,6 +50,35 @@ uint64_t weightBytes(const OperandInfo &w, uint64_t expertsUsed) {
     bytes = bytes / static_cast<uint64_t>(w.shape[0]) * expertsUsed;
   return bytes;
 }
+
+/// Device buffers bound to a launch's operands, released with it.
+class DeviceOperands {
+public:
+  explicit DeviceOperands(Gpu &g) : g_(g) {}
+  ~DeviceOperands() {
+    for (const DeviceBuffer &b : buffers_)
+      (void)g_.release(b);
+  }
+  DeviceOperands(const DeviceOperands &) = delete;
+  DeviceOperands &operator=(const DeviceOperands &) = delete;
+  /// `bytes` for operand `o`: `data` uploaded, or filled with 0x11 bytes.
+  bool put(const OperandInfo &o, size_t bytes, const void *data) {
+    auto b = g_.allocate(bytes);
+    if (!b)
+      return false;
+    buffers_.push_back(*b);
+    if (data ? !g_.upload(*b, data, bytes).ok() : !g_.fill(*b, 0x11).ok())
+      return false;
+    bindings_.bind(o, *b);
+    return true;
+  }
+  Bindings &bindings() { return bindings_; }
+
+private:
+  Gpu &g_;
+  Bindings bindings_;
+  std::vector<DeviceBuffer> buffers_;
+};
 
 struct AttentionRun {
   const char *what;
@@ -86,21 +121,9 @@ void benchAttention(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &
             pos % blockSize);
       }
     }
-    Bindings bindings;
-    std::vector<DeviceBuffer> buffers;
-    auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
-      auto b = g.allocate(bytes);
-      if (!b)
-        return false;
-      buffers.push_back(*b);
-      if (data ? !g.upload(*b, data, bytes).ok() : !g.fill(*b, 0x11).ok())
-        return false;
-      bindings.bind(o, *b);
-      return true;
-    };
-    auto releaseAll = [&] {
-      for (const DeviceBuffer &b : buffers)
-        (void)g.release(b);
+    auto operands = std::make_unique<DeviceOperands>(g);
+    auto device = [&](const OperandInfo &o, size_t bytes, const void *data) {
+      return operands->put(o, bytes, data);
     };
     bool ok =
         device(op.operands[0], static_cast<size_t>(tokens * (hq + 2 * hkv) * d * 2), nullptr) &&
@@ -117,13 +140,12 @@ void benchAttention(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &
     }
     if (!ok) {
       std::printf("| %s | cannot allocate |\n", op.name.c_str());
-      releaseAll();
       continue;
     }
-    auto prepared = g.prepare(*launch, bindings.map(), tokens, seqs);
+    auto prepared = g.prepare(*launch, operands->bindings().map(), tokens, seqs);
     auto ms = prepared ? g.time([&] { return g.launch(*prepared); }, repeats)
                        : Result<float>(prepared.error());
-    releaseAll();
+    operands.reset();
     if (!ms) {
       std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
       continue;
@@ -147,64 +169,91 @@ void benchAttention(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &
   }
 }
 
-/// Gated DeltaNet decode: S sequences of one token each, every state slot
-/// read and written once; GB/s counts the state bytes (the inputs and the
-/// output are 1/100 of them).
+/// Times one Gated DeltaNet launch over S sequences of `perSeq` tokens
+/// each, continuing from their slots (every state slot read and written
+/// once); the time in ms.
+Result<float> timeGatedDeltaRule(Gpu &g, const codegen::OpInfo &op, const PlannedLaunch &launch,
+                                 int seqs, int perSeq, int repeats) {
+  const plan::GatedDeltaRuleParamsT &p = *op.params.AsGatedDeltaRuleParams();
+  const int64_t hk = p.key_heads, hv = p.value_heads, dk = p.key_dim, dv = p.value_dim;
+  const int64_t tokens = int64_t{seqs} * perSeq;
+  std::vector<int32_t> starts(static_cast<size_t>(seqs + 1)), contexts(static_cast<size_t>(seqs)),
+      slots(static_cast<size_t>(seqs));
+  for (int s = 0; s < seqs; ++s) {
+    starts[static_cast<size_t>(s + 1)] = (s + 1) * perSeq;
+    contexts[static_cast<size_t>(s)] = perSeq + 100; // continuing: the state is read
+    slots[static_cast<size_t>(s)] = s;
+  }
+  const std::vector<int32_t> noCopies(static_cast<size_t>(tokens), -1);
+  DeviceOperands operands(g);
+  auto device = [&](const OperandInfo &o, size_t bytes, const void *data) {
+    return operands.put(o, bytes, data);
+  };
+  const bool ok =
+      device(op.operands[0], static_cast<size_t>(tokens * (2 * hk * dk + hv * dv) * 2), nullptr) &&
+      device(op.operands[1], static_cast<size_t>(tokens * 2 * hv * 2), nullptr) &&
+      device(op.operands[2], static_cast<size_t>(tokens * hv * dv * 2), nullptr) &&
+      device(op.operands[3], static_cast<size_t>(hv * 4), nullptr) &&
+      device(op.operands[4], static_cast<size_t>(hv * 4), nullptr) &&
+      device(op.operands[5], static_cast<size_t>(dv * 2), nullptr) &&
+      device(op.operands[6], static_cast<size_t>(seqs * hv * dk * dv * 4), nullptr) &&
+      device(op.operands[7], starts.size() * 4, starts.data()) &&
+      device(op.operands[8], contexts.size() * 4, contexts.data()) &&
+      device(op.operands[9], slots.size() * 4, slots.data()) &&
+      device(op.operands[10], noCopies.size() * 4, noCopies.data()) &&
+      device(op.operands[11], static_cast<size_t>(tokens * hv * dv * 2), nullptr);
+  auto prepared = ok ? g.prepare(launch, operands.bindings().map(), static_cast<int>(tokens), seqs)
+                     : Result<PreparedLaunch>(Error("cannot allocate"));
+  return prepared ? g.time([&] { return g.launch(*prepared); }, repeats)
+                  : Result<float>(prepared.error());
+}
+
+/// Gated DeltaNet decode: S sequences of one token each; GB/s counts the
+/// state bytes (the inputs and the output are 1/100 of them). Prefill: one
+/// sequence of T tokens (a long prompt's linear-attention layer), in
+/// tokens/s; each kernel's prefill times are kept so that the chunked
+/// form's speed-up over the token-by-token kernel is printed after both.
 void benchGatedDeltaRule(Gpu &g, const GpuCase &c, const std::vector<PlannedLaunch> &launches,
                          KernelRegistry &registry, double copyGbps, int repeats) {
   const codegen::OpInfo &op = c.op.op;
   const plan::GatedDeltaRuleParamsT &p = *op.params.AsGatedDeltaRuleParams();
-  const int64_t hk = p.key_heads, hv = p.value_heads, dk = p.key_dim, dv = p.value_dim;
+  const int64_t hv = p.value_heads, dk = p.key_dim, dv = p.value_dim;
   for (int seqs : {1, 8, 64}) {
     const PlannedLaunch *launch = launchFor(launches, seqs);
     if (!launch)
       continue;
-    std::vector<int32_t> starts(static_cast<size_t>(seqs + 1)), contexts(static_cast<size_t>(seqs)),
-        slots(static_cast<size_t>(seqs));
-    for (int s = 0; s < seqs; ++s) {
-      starts[static_cast<size_t>(s + 1)] = s + 1;
-      contexts[static_cast<size_t>(s)] = 100; // continuing: the state is read
-      slots[static_cast<size_t>(s)] = s;
-    }
-    const size_t stateBytes = static_cast<size_t>(seqs * hv * dk * dv * 4);
-    Bindings bindings;
-    std::vector<DeviceBuffer> buffers;
-    auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
-      auto b = g.allocate(bytes);
-      if (!b)
-        return false;
-      buffers.push_back(*b);
-      if (data ? !g.upload(*b, data, bytes).ok() : !g.fill(*b, 0x11).ok())
-        return false;
-      bindings.bind(o, *b);
-      return true;
-    };
-    const bool ok =
-        device(op.operands[0], static_cast<size_t>(seqs * (2 * hk * dk + hv * dv) * 2), nullptr) &&
-        device(op.operands[1], static_cast<size_t>(seqs * 2 * hv * 2), nullptr) &&
-        device(op.operands[2], static_cast<size_t>(seqs * hv * dv * 2), nullptr) &&
-        device(op.operands[3], static_cast<size_t>(hv * 4), nullptr) &&
-        device(op.operands[4], static_cast<size_t>(hv * 4), nullptr) &&
-        device(op.operands[5], static_cast<size_t>(dv * 2), nullptr) &&
-        device(op.operands[6], stateBytes, nullptr) &&
-        device(op.operands[7], starts.size() * 4, starts.data()) &&
-        device(op.operands[8], contexts.size() * 4, contexts.data()) &&
-        device(op.operands[9], slots.size() * 4, slots.data()) &&
-        device(op.operands[10], static_cast<size_t>(seqs * hv * dv * 2), nullptr);
-    auto prepared = ok ? g.prepare(*launch, bindings.map(), seqs, seqs)
-                       : Result<PreparedLaunch>(Error("cannot allocate"));
-    auto ms = prepared ? g.time([&] { return g.launch(*prepared); }, repeats)
-                       : Result<float>(prepared.error());
-    for (const DeviceBuffer &b : buffers)
-      (void)g.release(b);
+    auto ms = timeGatedDeltaRule(g, op, *launch, seqs, 1, repeats);
     if (!ms) {
       std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
       continue;
     }
+    const double stateBytes = static_cast<double>(seqs * hv * dk * dv * 4);
     const double gbps = 2.0 * stateBytes / (*ms * 1e-3) / 1e9;
     std::printf("| %s decode (S = %d) | %s | %d | %.1f | %.0f | %.0f%% | - |\n", op.name.c_str(),
                 seqs, registry.requests()[launch->kernel].kernel.c_str(), seqs, *ms * 1e3, gbps,
                 copyGbps > 0 ? 100 * gbps / copyGbps : 0);
+  }
+  static std::map<int, std::map<std::string, double>> prefillMs;
+  for (int tokens : {4096, 16384}) {
+    const PlannedLaunch *launch = launchFor(launches, tokens);
+    if (!launch)
+      continue;
+    const std::string kernel = registry.requests()[launch->kernel].kernel;
+    // A 16K-token prompt takes tens of ms token by token: few repeats.
+    auto ms = timeGatedDeltaRule(g, op, *launch, 1, tokens, std::max(2, repeats / 10));
+    if (!ms) {
+      std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
+      continue;
+    }
+    prefillMs[tokens][kernel] = *ms;
+    std::printf("| %s prefill (S = 1, %d tokens: %.0f tokens/s) | %s | %d | %.1f | - | - | - |\n",
+                op.name.c_str(), tokens, tokens / (*ms * 1e-3), kernel.c_str(), tokens, *ms * 1e3);
+    const auto &times = prefillMs[tokens];
+    if (times.count("gated_delta_rule") && times.count("gated_delta_rule_chunked"))
+      std::printf("| %s prefill, %d tokens: chunked / token by token | %.2fx faster | %d | | | "
+                  "| |\n",
+                  op.name.c_str(), tokens,
+                  times.at("gated_delta_rule") / times.at("gated_delta_rule_chunked"), tokens);
   }
 }
 
@@ -287,19 +336,9 @@ int main(int argc, char **argv) {
       const codegen::GemmParams gp = *codegen::gemmParams(op);
       const int64_t k = gp.k, n = gp.n;
       const int64_t columns = gp.silu ? n / 2 : n;
-      Bindings bindings;
-      std::vector<DeviceBuffer> buffers;
-      auto device = [&](const OperandInfo &o, size_t bytes, const void *data) -> bool {
-        auto b = g.allocate(bytes);
-        if (!b)
-          return false;
-        if (data && !g.upload(*b, data, bytes).ok())
-          return false;
-        if (!data && !g.fill(*b, 0x11).ok())
-          return false;
-        bindings.bind(o, *b);
-        buffers.push_back(*b);
-        return true;
+      DeviceOperands operands(g);
+      auto device = [&](const OperandInfo &o, size_t bytes, const void *data) {
+        return operands.put(o, bytes, data);
       };
       uint64_t expertsUsed = 1, rows = static_cast<uint64_t>(tokens);
       bool ok = true;
@@ -350,7 +389,7 @@ int main(int argc, char **argv) {
           ok = device(weight, weightSize, nullptr);
         if (!ok)
           break;
-        auto p = g.prepare(*launch, bindings.map(), tokens, tokens);
+        auto p = g.prepare(*launch, operands.bindings().map(), tokens, tokens);
         if (!p) {
           std::printf("| %s | error: %s |\n", op.name.c_str(), p.message().c_str());
           ok = false;
@@ -360,14 +399,10 @@ int main(int argc, char **argv) {
       }
       if (!ok) {
         std::printf("| %s | cannot allocate |\n", op.name.c_str());
-        for (const DeviceBuffer &b : buffers)
-          (void)g.release(b);
         continue;
       }
       size_t next = 0;
       auto ms = g.time([&] { return g.launch(prepared[next++ % prepared.size()]); }, repeats);
-      for (const DeviceBuffer &b : buffers)
-        (void)g.release(b);
       if (!ms) {
         std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
         continue;

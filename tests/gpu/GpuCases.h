@@ -135,7 +135,13 @@ inline std::vector<GpuCase> gpuCases() {
   gdrParams.eps = 1e-6f;
   gdr.op.params.Set(gdrParams);
   gdr.variants = single("gated_delta_rule");
+  ModelOp chunked = gdr;
+  chunked.op.name = "linear_attn_gated_delta_rule_chunked";
+  chunked.variants = {{int64_t{1} << 30, "gated_delta_rule_chunked", {{"chunk", 64}}}};
   cases.push_back({std::move(gdr), codegen::ProgramInfo{}, {1, 8, 300}});
+  // Its chunked form (prefill steps): the same op, 64 tokens at a time on
+  // tensor cores.
+  cases.push_back({std::move(chunked), codegen::ProgramInfo{}, {8, 300, 1000}});
 
   ModelOp gate;
   gate.op.kind = plan::OpKind::SigmoidMul;

@@ -516,7 +516,8 @@ void expectClose(const std::vector<uint16_t> &got, const std::vector<uint16_t> &
   EXPECT_EQ(bad, 0) << what;
 }
 
-void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
+void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, const std::string &launchKernel,
+                  int tokens) {
   std::mt19937 rng(static_cast<uint32_t>(tokens * 7));
   cpu::ThreadPool pool(threads());
   Buffers buffers;
@@ -792,17 +793,38 @@ void checkSmallOp(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
       ASSERT_TRUE(put(buffers, op.operands[10], noCopies.data(), noCopies.size() * 4).ok());
       auto out = put(buffers, op.operands[11], nullptr, want.size() * 2);
       runSeqs(seqs);
-      // The emulator matches the cpu op bit for bit on the host's libm; the
-      // device's expf, log1pf and rsqrt differ by an ulp or two, which the
-      // recurrence and the gated norm carry: a few FP16 ulps of the output.
-      expectClose(get<uint16_t>(*out, want.size()), want, std::ldexp(8.0, -11), what);
+      const std::vector<uint16_t> got = get<uint16_t>(*out, want.size());
       const std::vector<float> gotState = get<float>(*stateBuffer, wantState.size());
       float largest = 0, worst = 0;
       for (size_t i = 0; i < wantState.size(); ++i) {
         largest = std::max(largest, std::fabs(wantState[i]));
         worst = std::max(worst, std::fabs(gotState[i] - wantState[i]));
       }
-      EXPECT_LE(worst, 1e-5f * largest) << what << ": state";
+      if (launchKernel == "gated_delta_rule_chunked") {
+        // FP16 operands on tensor cores (the chunked form): the bounds of
+        // SimtGdnChunkedTest.cpp, 2^-5 + 2^-6 |cpu| per output and 2^-6 of
+        // the largest state value.
+        double outWorst = 0;
+        int bad = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          const double gv = halfToFloat(got[i]), wv = halfToFloat(want[i]);
+          outWorst = std::max(outWorst, std::fabs(gv - wv) / (1.0 + std::fabs(wv)));
+          if (!(std::fabs(gv - wv) <= 0.03125 + 0.015625 * std::fabs(wv)) && bad++ < 5)
+            ADD_FAILURE() << what << " [" << i << "]: gpu " << gv << ", cpu " << wv;
+        }
+        EXPECT_EQ(bad, 0) << what;
+        EXPECT_LE(worst, 0.015625f * largest) << what << ": state";
+        std::printf("%s: outputs within %.3g (|gpu - cpu| / (1 + |cpu|)), states within %.3g of "
+                    "the largest\n",
+                    what.c_str(), outWorst, largest > 0 ? worst / largest : 0.0);
+      } else {
+        // The emulator matches the cpu op bit for bit on the host's libm;
+        // the device's expf, log1pf and rsqrt differ by an ulp or two, which
+        // the recurrence and the gated norm carry: a few FP16 ulps of the
+        // output.
+        expectClose(got, want, std::ldexp(8.0, -11), what);
+        EXPECT_LE(worst, 1e-5f * largest) << what << ": state";
+      }
     }
   } else if (op.kind == OpKind::SigmoidMul) {
     std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>(tokens * dim), 2.0f),
@@ -866,7 +888,7 @@ TEST_P(GpuKernels, MatchesTheCpuBackend) {
       checkAttention(c.op.op, c.program, *launch, registry.requests()[launch->kernel].kernel,
                      tokens);
     else
-      checkSmallOp(c.op.op, *launch, tokens);
+      checkSmallOp(c.op.op, *launch, registry.requests()[launch->kernel].kernel, tokens);
   }
 }
 

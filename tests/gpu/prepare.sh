@@ -38,8 +38,12 @@ done
 # the driver of a newer GPU compiles), one GPU.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for family in qwen3-moe qwen2-moe qwen3; do
-  "$build/bin/volt-mkmodel" --family "$family" -o "$work/$family/model" > /dev/null
+# qwen3.5-moe: the Gated DeltaNet hybrid, its linear-attention heads 32 x 16
+# so that the prefill step runs the chunked kernel.
+for family in qwen3-moe qwen2-moe qwen3 qwen3.5-moe; do
+  shape=()
+  [ "$family" = qwen3.5-moe ] && shape=(--linear-key-head-dim 32 --linear-value-head-dim 16)
+  "$build/bin/volt-mkmodel" --family "$family" "${shape[@]}" -o "$work/$family/model" > /dev/null
   for target in cpu gpu; do
     sku=$([ "$target" = cpu ] && echo cpu || echo v100-sxm2-32gb)
     dir="$out/plans/$family/$target"

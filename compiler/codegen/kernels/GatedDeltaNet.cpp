@@ -1,7 +1,8 @@
 //===- GatedDeltaNet.cpp -------------------------------------------------===//
 //
-// causal_conv1d and gated_delta_rule: the Gated DeltaNet mixer's kernels,
-// each walking a sequence's tokens in order with its state slot.
+// causal_conv1d, gated_delta_rule and gated_delta_rule_chunked: the Gated
+// DeltaNet mixer's kernels, each walking a sequence's tokens in order with
+// its state slot (the chunked form CHUNK tokens at a time).
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/KernelDefs.h"
@@ -28,6 +29,24 @@ Result<PlannedLaunch> planCausalConv1d(LaunchContext &c, const Variant &v) {
   return l;
 }
 
+namespace {
+
+/// Both delta-rule kernels: a block per (sequence, value head), the op's
+/// twelve operands, S and the norm's epsilon.
+PlannedLaunch deltaRuleLaunch(LaunchContext &c, const Variant &v, const KernelRequest &r,
+                              const plan::GatedDeltaRuleParamsT &p) {
+  PlannedLaunch l = launch(c, v, r);
+  l.grid[0] = {0, 1, 0, 1};
+  l.grid[1] = {0, 0, p.value_heads, 1};
+  for (size_t i = 0; i < 12; ++i)
+    l.args.push_back(LaunchArg::pointer(c.at(i)));
+  l.args.push_back(LaunchArg::seqCount());
+  l.args.push_back(LaunchArg::f32Value(p.eps));
+  return l;
+}
+
+} // namespace
+
 Result<PlannedLaunch> planGatedDeltaRule(LaunchContext &c, const Variant &v) {
   const auto &p = c.params<plan::GatedDeltaRuleParamsT>();
   // A thread holds kKeyBlock rows of a state column in registers; a block
@@ -46,14 +65,31 @@ Result<PlannedLaunch> planGatedDeltaRule(LaunchContext &c, const Variant &v) {
   KernelRequest r{"gated_delta_rule", {}, threads, 0};
   r.set("key_heads", p.key_heads).set("value_heads", p.value_heads);
   r.set("key_dim", p.key_dim).set("value_dim", p.value_dim).set("key_block", block);
-  PlannedLaunch l = launch(c, v, r);
-  l.grid[0] = {0, 1, 0, 1};
-  l.grid[1] = {0, 0, p.value_heads, 1};
-  for (size_t i = 0; i < 12; ++i)
-    l.args.push_back(LaunchArg::pointer(c.at(i)));
-  l.args.push_back(LaunchArg::seqCount());
-  l.args.push_back(LaunchArg::f32Value(p.eps));
-  return l;
+  return deltaRuleLaunch(c, v, r, p);
+}
+
+Result<PlannedLaunch> planGatedDeltaRuleChunked(LaunchContext &c, const Variant &v) {
+  const auto &p = c.params<plan::GatedDeltaRuleParamsT>();
+  const auto chunk = v.config.find("chunk");
+  const GatedDeltaChunkedShape shape = gatedDeltaChunkedShape(
+      chunk == v.config.end() ? kGatedDeltaChunk : chunk->second, p.key_dim, p.value_dim);
+  if (p.key_heads == 0 || p.value_heads % p.key_heads != 0 || !shape.supported)
+    return c.error("key_heads " + std::to_string(p.key_heads) + ", value_heads " +
+                   std::to_string(p.value_heads) + ", key_dim " + std::to_string(p.key_dim) +
+                   ", value_dim " + std::to_string(p.value_dim) +
+                   ": gated_delta_rule_chunked serves key and value dims that are multiples of "
+                   "16 up to 128, value heads a multiple of key heads, chunks of 32 or 64");
+  if (shape.sharedBytes > static_cast<uint64_t>(c.target.sharedMemoryPerBlockOptinBytes))
+    return c.error("gated_delta_rule_chunked needs " + std::to_string(shape.sharedBytes) +
+                   " bytes of shared memory; the SKU allows " +
+                   std::to_string(c.target.sharedMemoryPerBlockOptinBytes));
+  if (c.at(6).kind != OperandKind::Cache)
+    return c.error("operand 6 must be the layer's recurrent state");
+  KernelRequest r{"gated_delta_rule_chunked", {}, kGatedDeltaChunkedThreads,
+                  static_cast<uint32_t>(shape.sharedBytes)};
+  r.set("key_heads", p.key_heads).set("value_heads", p.value_heads);
+  r.set("key_dim", p.key_dim).set("value_dim", p.value_dim).set("chunk", shape.chunk);
+  return deltaRuleLaunch(c, v, r, p);
 }
 
 } // namespace volt::codegen::kernels

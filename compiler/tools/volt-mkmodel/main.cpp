@@ -49,6 +49,10 @@ int main(int argc, char **argv) {
         "moe_intermediate_size (and the shared expert's)");
   shape("--vocab", o.shape.vocab, "vocab_size (the tokenizer follows)");
   shape("--max-positions", o.shape.maxPositions, "max_position_embeddings");
+  shape("--linear-key-head-dim", o.shape.linearKeyDim,
+        "linear_key_head_dim (Gated DeltaNet hybrids)");
+  shape("--linear-value-head-dim", o.shape.linearValueDim,
+        "linear_value_head_dim (Gated DeltaNet hybrids)");
   std::string mlpOnlyLayers;
   auto *mlpOnly = app.add_option("--mlp-only-layers", mlpOnlyLayers,
                                  "mlp_only_layers: comma-separated layers with a dense MLP, "

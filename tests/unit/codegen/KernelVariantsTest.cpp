@@ -63,7 +63,8 @@ TEST(KernelVariants, EveryKernelOfTwoModelsCompilesForSm70WithinLimits) {
 
 // The hybrids' own kernels at Qwen3.6-35B-A3B's shapes (tensor_parallel_size
 // 1 and 2): the conv over 8192 channels, the delta rule with a 128 x 128
-// FP32 state column per thread, partial RoPE of 64 of 256 dims, the output
+// FP32 state column per thread and its chunked form on tensor cores (96.5
+// KiB of shared memory), partial RoPE of 64 of 256 dims, the output
 // gate, attention at head_dim 256, and the MTP draft program's row copies.
 TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
@@ -101,7 +102,8 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
     rule.operands = {arena(1),        arena(2),        arena(3),   denseWeight(1, {32 / tp}),
                      denseWeight(2, {32 / tp}), denseWeight(3, {128}), kvCache(1), input(3),
                      input(4),        input(7),        input(8),   arena(4)};
-    plan(rule, {{int64_t{1} << 30, "gated_delta_rule", {}}});
+    plan(rule, {{256, "gated_delta_rule", {}},
+                {int64_t{1} << 30, "gated_delta_rule_chunked", {{"chunk", 64}}}});
     OpInfo rope{plan::OpKind::QkNormRope, "rope", {}, {}};
     plan::QkNormRopeParamsT qp;
     qp.num_heads = u32(16 / tp);

@@ -255,8 +255,10 @@ PlannedLaunch plan(const OpInfo &op, const std::vector<std::pair<std::string, in
                    uint32_t threads, const ProgramInfo &program = {}) {
   KernelRegistry registry;
   Variant v = kAny;
+  // The kind's kernel; GatedDeltaRule's token-by-token one (the chunked
+  // form has its own test, SimtGdnChunkedTest.cpp).
   for (const codegen::KernelDef &k : codegen::allKernels())
-    if (k.op == op.kind) {
+    if (k.op == op.kind && k.name != "gated_delta_rule_chunked") {
       EXPECT_TRUE(v.kernel.empty()) << "two kernels implement " << plan::EnumNameOpKind(op.kind);
       v.kernel = std::string(k.name);
     }

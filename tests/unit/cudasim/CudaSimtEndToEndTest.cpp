@@ -384,9 +384,13 @@ TEST_P(CudaSimtEndToEnd, MatchesCpuBackend) {
   // recurrent state, long prompts are often carried (measured: 14 of the 48 rows on qwen3-next);
   // enough rows must remain.
   EXPECT_GE(compared, 24u) << "too few rows compared: most were carried past a routing tie";
-  // Measured: at most 3.44e-3 (median 2.5e-4) over these plans' tokens;
-  // another token's gaps are typically 0.1 or more apart.
-  EXPECT_LE(gapDifference, 1e-2) << "the cpu backend's routing gaps are not the device's";
+  // Measured: at most 3.44e-3 (median 2.5e-4) over these plans' tokens
+  // where every kernel sums as the cpu op does; 1.12e-2 on
+  // qwen3.5-moe-nvfp4-tp1, whose prefill steps run the chunked Gated
+  // DeltaNet kernel (FP16 operands on tensor cores: outputs within about
+  // 1 % of the cpu op's, SimtGdnChunkedTest.cpp). Another token's gaps are
+  // typically 0.1 or more apart.
+  EXPECT_LE(gapDifference, 2e-2) << "the cpu backend's routing gaps are not the device's";
   // What ran: the steps reached the kernels they are there for.
   EXPECT_EQ(device.skipped, 0u);
   for (const char *kernel :

@@ -39,7 +39,20 @@ struct SimModel {
   int tensorParallelSize = 1;
   /// More spec lines (a speculative plan's).
   std::string extraSpec;
+  /// Over the family's tiny preset, and the name of the checkpoint's
+  /// folder that says so (empty: the preset as it is).
+  mkmodel::Shape shape;
+  std::string shapeName;
 };
+
+/// Linear-attention heads of 32 x 16, so that steps above max_num_seqs
+/// run the chunked Gated DeltaNet kernel (head dims multiples of 16).
+inline mkmodel::Shape chunkedGdnShape() {
+  mkmodel::Shape s;
+  s.linearKeyDim = 32;
+  s.linearValueDim = 16;
+  return s;
+}
 
 /// The deployments' shared limits.
 inline constexpr int kMaxNumSeqs = 4;
@@ -63,9 +76,12 @@ inline const std::vector<SimModel> &simModels() {
       // out_proj, BF16 linear-attention inputs; split over two ranks.
       {"qwen3-next-nvfp4-tp2", "qwen3-next", mkmodel::Format::ModelOpt, 2},
       // Qwen3.5-MoE in the multimodal layout: flat linear-attention
-      // projections; NVFP4 experts on one GPU, and BF16 experts stacked in
-      // gate_up_proj / down_proj (packed per expert) over two.
-      {"qwen3.5-moe-nvfp4-tp1", "qwen3.5-moe", mkmodel::Format::ModelOpt, 1},
+      // projections; NVFP4 experts on one GPU (linear-attention heads of
+      // 32 x 16: prefill steps run gated_delta_rule_chunked), and BF16
+      // experts stacked in gate_up_proj / down_proj (packed per expert)
+      // over two.
+      {"qwen3.5-moe-nvfp4-tp1", "qwen3.5-moe", mkmodel::Format::ModelOpt, 1, "",
+       chunkedGdnShape(), "gdn32x16"},
       {"qwen3.5-moe-bf16-tp2", "qwen3.5-moe", mkmodel::Format::BF16, 2},
       // NVIDIA's Qwen3.6 NVFP4 layout: FP8 attention and linear-attention
       // projections (held in FP16), NVFP4 experts, shared expert and lm_head.
@@ -97,7 +113,10 @@ inline std::string simSpec(const SimModel &m, const std::filesystem::path &model
 inline Result<std::filesystem::path> compileSimPlan(const SimModel &m,
                                                     const std::filesystem::path &root) {
   namespace fs = std::filesystem;
-  const fs::path modelDir = root / "models" / (m.family + "-" + mkmodel::formatName(m.format));
+  const fs::path modelDir =
+      root / "models" /
+      (m.family + "-" + mkmodel::formatName(m.format) +
+       (m.shapeName.empty() ? std::string() : "-" + m.shapeName));
   if (m.family == "toy-ema") {
     VOLT_RETURN_IF_ERROR(testing::registerToyEmaFamily());
     if (!fs::exists(modelDir / "config.json"))
@@ -107,6 +126,7 @@ inline Result<std::filesystem::path> compileSimPlan(const SimModel &m,
     o.family = m.family;
     o.format = m.format;
     o.outDir = modelDir;
+    o.shape = m.shape;
     VOLT_RETURN_IF_ERROR(mkmodel::writeModel(o));
   }
   const fs::path dir = root / "plans" / m.name;

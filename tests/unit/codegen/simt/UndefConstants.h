@@ -4,6 +4,7 @@
 #undef VOLT_A_DIM
 #undef VOLT_B_DIM
 #undef VOLT_BLOCK_SIZE
+#undef VOLT_CHUNK
 #undef VOLT_DIM
 #undef VOLT_ELEMENT_BYTES
 #undef VOLT_EXPERTS

@@ -25,7 +25,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <sys/socket.h>
+
 #include <cctype>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -86,6 +89,11 @@ struct ConnectionState {
   std::atomic<bool> gone{false};
   net::io_context *io = nullptr;
   std::weak_ptr<Connection> connection;
+  /// The socket's descriptor while it is open (-1 once the I/O thread has
+  /// closed it, so that a worker never writes to a number the kernel has
+  /// since given to another connection); both sides hold fdMu around it.
+  std::mutex fdMu;
+  int fd = -1;
 };
 
 bool Request::clientGone() const { return !connection || connection->gone.load(); }
@@ -250,6 +258,12 @@ public:
       remotePort_ = remote.port();
     }
     socket_.set_option(tcp::no_delay(true), ec);
+    state_->fd = socket_.native_handle();
+  }
+
+  ~Connection() {
+    std::lock_guard<std::mutex> lock(state_->fdMu);
+    state_->fd = -1;
   }
 
   const std::string &remoteAddr() const { return remoteAddr_; }
@@ -292,8 +306,12 @@ public:
     phase_ = Phase::Closed;
     state_->gone.store(true);
     boost::system::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    {
+      std::lock_guard<std::mutex> lock(state_->fdMu);
+      state_->fd = -1;
+      socket_.shutdown(tcp::socket::shutdown_both, ec);
+      socket_.close(ec);
+    }
     timer_.cancel();
     std::deque<PendingWrite> pending = std::move(writes_);
     writes_.clear();
@@ -539,11 +557,48 @@ void postClose(const std::shared_ptr<ConnectionState> &state) {
   });
 }
 
-/// Writes and waits for the bytes to reach the kernel.
+/// Sends what the socket takes now from the calling worker, without
+/// blocking (a stream's pieces then reach the client without a hop through
+/// the I/O thread, which on a busy machine may wait for a core); returns
+/// the bytes sent, or nothing once the connection is closed or broken.
+/// Only the worker serving the connection writes while it is handled, and
+/// only when none of its writes is queued on the I/O thread, so the bytes
+/// keep their order.
+std::optional<size_t> sendNow(ConnectionState &state, const std::string &bytes) {
+  std::lock_guard<std::mutex> lock(state.fdMu);
+  if (state.fd < 0)
+    return std::nullopt;
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n =
+        ::send(state.fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0)
+      sent += static_cast<size_t>(n);
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      break;
+    else
+      return std::nullopt;
+  }
+  return sent;
+}
+
+/// Writes and waits for the bytes to reach the kernel: at once from this
+/// thread where the socket takes them, the rest through the I/O thread
+/// (whose write deadline then holds).
 bool writeAndWait(const std::shared_ptr<ConnectionState> &state, std::string bytes, bool last,
                   bool closeAfter) {
   if (state->gone.load())
     return false;
+  if (!last && !closeAfter) {
+    const std::optional<size_t> sent = sendNow(*state, bytes);
+    if (!sent)
+      return false;
+    if (*sent == bytes.size())
+      return true;
+    bytes.erase(0, *sent);
+  }
   auto wait = std::make_shared<WriteWait>();
   postWrite(state, std::move(bytes), last, closeAfter, [wait](bool ok) { wait->complete(ok); });
   return wait->wait();

@@ -859,6 +859,19 @@ class AttackTest(unittest.TestCase):
             self.assertIn(b"request_too_large", reply)
         self.assert_healthy()
 
+    def test_large_bodies_do_not_pile_up(self):
+        # Bodies near the 8 MiB limit (a 7 MB unknown field name, ignored
+        # with a warning), one after another: each request's buffers go
+        # back to the system, whichever worker thread served it.
+        body = json.dumps({"prompt": "Hi", "max_tokens": 1, "x" * (7 << 20): 1}).encode()
+        for _ in range(6):
+            reply = raw_exchange(self.server.port,
+                                 b"POST /v1/completions HTTP/1.1\r\nContent-Type: "
+                                 b"application/json\r\nConnection: close\r\nContent-Length: "
+                                 + str(len(body)).encode() + b"\r\n\r\n" + body, timeout=30)
+            self.assertIn(b" 200 ", reply[:20])
+        self.assert_healthy()
+
     def test_pipelined_requests_are_answered_in_order(self):
         reply = raw_exchange(self.server.port,
                              b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n"

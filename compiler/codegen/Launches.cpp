@@ -90,6 +90,13 @@ TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int6
   return s;
 }
 
+uint64_t fp8ScalesOffset(const std::vector<int64_t> &shape) {
+  uint64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= static_cast<uint64_t>(d);
+  return (elements + 255) / 256 * 256;
+}
+
 uint64_t nvfp4ScalesOffset(const std::vector<int64_t> &shape) {
   uint64_t elements = 1;
   for (int64_t d : shape)

@@ -49,6 +49,8 @@ struct OperandInfo {
   std::vector<uint32_t> partRows;
   std::vector<float> globalScales;
   bool nvfp4 = false;
+  /// FP8 E4M3 bytes with a scale per row (WeightLayout Fp8RowScaled).
+  bool fp8 = false;
 };
 
 struct OpInfo {
@@ -196,6 +198,10 @@ using kernels::GatedDeltaChunkedShape;
 using kernels::gatedDeltaChunkedShape;
 using kernels::kGatedDeltaChunk;
 using kernels::kGatedDeltaChunkedThreads;
+
+/// Where the row scales of an FP8 weight entry start in its pack entry
+/// (after the E4M3 bytes, aligned to 256 bytes).
+uint64_t fp8ScalesOffset(const std::vector<int64_t> &shape);
 
 /// Where the block scales of an NVFP4 weight entry start in its pack entry
 /// (compiler/pack: the packed elements, aligned to 256 bytes).

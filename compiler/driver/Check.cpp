@@ -188,6 +188,7 @@ Result<CheckReport> check(const std::filesystem::path &specFile, const CheckOpti
   bool quantize = r.spec.weights.quantize == spec::WeightQuantization::Nvfp4;
   model::RankWeights rank = model::weightsPerRank(r.model, r.spec.tensorParallelSize, quantize);
   r.rankNvfp4Bytes = rank.nvfp4Bytes;
+  r.rankFp8Bytes = rank.fp8Bytes;
   r.rankDenseBytes = rank.denseBytes;
   bool anyNvfp4 = rank.nvfp4Bytes > 0;
   for (int tp : sharding::kTensorParallelSizes) {
@@ -259,19 +260,23 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
                   formatBytes(g.bytes).c_str());
     out << buf;
   }
-  std::string perRank = formatBytes(r.rankNvfp4Bytes + r.rankDenseBytes) + " (NVFP4 " +
-                        formatBytes(r.rankNvfp4Bytes) + " + FP16 " + formatBytes(r.rankDenseBytes) +
-                        ")";
+  const uint64_t rankBytes = r.rankNvfp4Bytes + r.rankFp8Bytes + r.rankDenseBytes;
+  std::string perRank = formatBytes(rankBytes) + " (NVFP4 " + formatBytes(r.rankNvfp4Bytes) +
+                        (r.rankFp8Bytes ? " + FP8 " + formatBytes(r.rankFp8Bytes) : "") +
+                        " + FP16 " + formatBytes(r.rankDenseBytes) + ")";
   if (r.spec.weights.quantize == spec::WeightQuantization::Nvfp4)
     perRank += " after quantizing to NVFP4";
-  bool anyFp8 = false;
-  r.model.forEachLinear([&](const model::Linear &l) { anyFp8 |= l.isFp8(); });
-  if (anyFp8)
-    perRank += "; FP8 weights are held in FP16 (run weight-only)";
+  bool heldInFp16 = false;
+  r.model.forEachLinear(
+      [&](const model::Linear &l) { heldInFp16 |= l.isFp8() && l.fp8BlockScaled; });
+  if (r.rankFp8Bytes)
+    perRank += "; FP8 kept as E4M3 with row scales (run weight-only)";
+  if (heldInFp16)
+    perRank += "; block-scaled FP8 held in FP16";
   row("weights/GPU",
       "tensor_parallel_size " + std::to_string(r.spec.tensorParallelSize) + ": " + perRank);
   double budget = static_cast<double>(sku.memoryBytes) * r.spec.gpuMemoryUtilization;
-  double share = 100.0 * static_cast<double>(r.rankNvfp4Bytes + r.rankDenseBytes) / budget;
+  double share = 100.0 * static_cast<double>(rankBytes) / budget;
   row("", fixed(share, 1) + "% of " + formatBytes(static_cast<uint64_t>(budget)) +
               " (gpu_memory_utilization " + fixed(r.spec.gpuMemoryUtilization, 2) + " of " +
               formatBytes(sku.memoryBytes) +
@@ -364,8 +369,9 @@ nlohmann::json checkReportJson(const CheckReport &r) {
           {"weight_groups", groups},
           {"weights_per_gpu",
            {{"nvfp4_bytes", r.rankNvfp4Bytes},
+            {"fp8_bytes", r.rankFp8Bytes},
             {"dense_bytes", r.rankDenseBytes},
-            {"total_bytes", r.rankNvfp4Bytes + r.rankDenseBytes}}},
+            {"total_bytes", r.rankNvfp4Bytes + r.rankFp8Bytes + r.rankDenseBytes}}},
           {"weights_per_gpu_at_other_tensor_parallel_sizes", others},
           {"unused_tensors", r.model.unusedTensors},
           {"not_run", notRun},

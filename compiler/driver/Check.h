@@ -52,6 +52,7 @@ struct CheckReport {
   std::vector<WeightGroup> groups;
   /// Weight bytes on the largest rank (as stored on the GPU).
   uint64_t rankNvfp4Bytes = 0;
+  uint64_t rankFp8Bytes = 0;
   uint64_t rankDenseBytes = 0;
   /// The same for the other tensor-parallel sizes the model supports, for
   /// comparison (tp, bytes).

@@ -164,12 +164,20 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
                               {"first_op", b->first_op()},
                               {"last_op", b->last_op()}});
     std::map<std::string, std::pair<uint64_t, uint64_t>> roles; // role -> (bytes, entries)
+    std::map<std::string, uint64_t> formats;                    // format -> bytes
     if (r->weights())
       for (const plan::WeightEntry *w : *r->weights()) {
         auto &[bytes, entries] = roles[weightRole(str(w->name()))];
         bytes += w->bytes();
         ++entries;
+        formats[w->layout() == plan::WeightLayout::Nvfp4RowMajor  ? "NVFP4"
+                : w->layout() == plan::WeightLayout::Fp8RowScaled ? "FP8 E4M3 (row scales)"
+                                                                  : plan::EnumNameDType(w->dtype())] +=
+            w->bytes();
       }
+    nlohmann::json weightFormats = nlohmann::json::object();
+    for (const auto &[format, bytes] : formats)
+      weightFormats[format] = bytes;
     nlohmann::json weightRoles = nlohmann::json::array();
     for (const auto &[role, v] : roles)
       weightRoles.push_back({{"role", role}, {"bytes", v.first}, {"entries", v.second}});
@@ -228,6 +236,7 @@ Result<InspectReport> inspect(const std::filesystem::path &planPath) {
          {"largest_buffers", buffers},
          {"arena_buffers", arenaBuffers},
          {"weights_by_role", weightRoles},
+         {"weights_by_format", weightFormats},
          {"op_names", opNames},
          {"launches_per_decode_step", kernels},
          {"draft_program", draft}});
@@ -312,7 +321,11 @@ std::string formatInspectReport(const InspectReport &report) {
   };
   for (const auto &r : j["ranks"]) {
     out << "  rank " << r["rank"] << ":\n";
-    row("weights (" + r["weights_file"].get<std::string>() + ")", r["weights_bytes"]);
+    std::string formatNote;
+    for (const auto &[format, bytes] : r["weights_by_format"].items())
+      formatNote += (formatNote.empty() ? "" : ", ") + format + " " +
+                    formatBytes(bytes.get<uint64_t>());
+    row("weights (" + r["weights_file"].get<std::string>() + ")", r["weights_bytes"], formatNote);
     const auto &kv = r["kv_cache"];
     char kvNote[256];
     std::snprintf(kvNote, sizeof kvNote,

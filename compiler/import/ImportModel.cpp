@@ -205,7 +205,7 @@ private:
         at(tensorNames.front()), RankedTensorType::get(shape, elementType(dtype)),
         names(tensorNames), b_.getDenseI64ArrayAttr(partRows), b_.getI64IntegerAttr(experts),
         absMax > 0.0f ? b_.getF32FloatAttr(absMax + (addOne ? 1.0f : 0.0f)) : FloatAttr(),
-        ArrayAttr(), views, addOne ? b_.getUnitAttr() : UnitAttr(), ArrayAttr());
+        ArrayAttr(), views, addOne ? b_.getUnitAttr() : UnitAttr(), ArrayAttr(), UnitAttr());
     return op.getResult();
   }
 
@@ -254,7 +254,7 @@ private:
       return l.isNvfp4() ? std::string("NVFP4") : std::string(model::dtypeName(l.dtype));
     };
     std::vector<std::string> fp8Scales; // per name: its FP8 scale tensor, or ""
-    bool anyFp8 = false, allDense = true;
+    bool anyFp8 = false, allDense = true, allFp8Rows = true;
     for (size_t e = 0; e < perExpert.size(); ++e) {
       for (const Linear *l : perExpert[e]) {
         if (l->isNvfp4() != first.isNvfp4() || l->inFeatures != first.inFeatures ||
@@ -271,6 +271,7 @@ private:
           partRows.push_back(l->outFeatures);
         scales.push_back(l->globalScale);
         anyFp8 |= l->isFp8();
+        allFp8Rows &= l->isFp8() && !l->fp8BlockScaled;
         allDense &= l->format == model::WeightFormat::Dense;
         fp8Scales.push_back(!l->isFp8()        ? std::string()
                                  : l->weightScale ? l->weightScale->name()
@@ -289,6 +290,10 @@ private:
         w.getDefiningOp()->setAttr("scale_names",
                                    b_.getStrArrayAttr(SmallVector<StringRef>(
                                        fp8Scales.begin(), fp8Scales.end())));
+      // Every part FP8 with a scale per tensor or per row: kept as E4M3
+      // with row scales (experts stay FP16: the grouped GEMMs read no FP8).
+      if (allFp8Rows && experts == 0)
+        w.getDefiningOp()->setAttr("fp8_rows", b_.getUnitAttr());
       return w;
     }
     if (fromDense) {

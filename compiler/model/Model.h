@@ -73,6 +73,9 @@ struct Linear {
   /// one per output row ([N] or [N, 1]), or one per 128 x 128 block
   /// ([ceil(N/128), ceil(K/128)]). Its name is weightScaleName().
   const Tensor *weightScale = nullptr;
+  /// FP8: the scale is per 128 x 128 block (the weight is then kept dense,
+  /// E4M3 x scale in FP16; else as E4M3 with a scale per row).
+  bool fp8BlockScaled = false;
   /// NVFP4: the E4M3 block scales [N, K/16].
   const Tensor *blockScales = nullptr;
   /// NVFP4: the global scale as a multiplier (NaN when config-only).

@@ -92,9 +92,12 @@ Result<QuantConfig> modelOptFrom(const nlohmann::json &quant, const std::string 
       if (*format == LayerFormat::Nvfp4)
         VOLT_RETURN_IF_ERROR(checkNvfp4Group(e));
       q.layers[module] = *format;
+      if (*layerAlgo == "FP8_PB_WO" || *layerAlgo == "FP8_BLOCK_SCALES")
+        q.fp8BlockLayers.insert(module);
     }
   } else if (modelOptLayerFormat(*algo) == LayerFormat::Fp8) {
     q.format = QuantFormat::ModelOptFp8;
+    q.fp8Block = *algo == "FP8_PB_WO" || *algo == "FP8_BLOCK_SCALES";
   } else {
     VOLT_RETURN_IF_ERROR(checkNvfp4Group(f));
   }
@@ -205,6 +208,9 @@ Result<QuantConfig> compressedTensorsFrom(const nlohmann::json &quant, const std
     QuantConfig::Group out;
     out.name = name;
     out.format = layerFormat;
+    if (const nlohmann::json *w = g.find("weights"); layerFormat == LayerFormat::Fp8 && w &&
+                                                     w->is_object() && w->contains("strategy"))
+      out.fp8Block = (*w)["strategy"] == "block";
     auto targets = g.stringList("targets");
     if (!targets)
       return targets.error();
@@ -260,6 +266,7 @@ Result<QuantConfig> fp8From(const nlohmann::json &quant, const std::string &wher
         (*block)[1].get<int64_t>() <= 0)
       return f.error("weight_block_size", "expected two positive integers, e.g. [128, 128]");
     q.groupSize = (*block)[0].get<int64_t>();
+    q.fp8Block = true;
   } else {
     q.groupSize = 0;
   }
@@ -276,6 +283,31 @@ Result<QuantConfig> fp8From(const nlohmann::json &quant, const std::string &wher
 }
 
 } // namespace
+
+bool QuantConfig::fp8BlockScaled(const std::string &name) const {
+  switch (format) {
+  case QuantFormat::ModelOptMixed:
+    for (std::string prefix = name;;) {
+      if (layers.count(prefix))
+        return fp8BlockLayers.count(prefix) > 0;
+      size_t dot = prefix.rfind('.');
+      if (dot == std::string::npos)
+        return false;
+      prefix.resize(dot);
+    }
+  case QuantFormat::ModelOptFp8:
+  case QuantFormat::Fp8:
+    return fp8Block;
+  case QuantFormat::CompressedTensors:
+    for (const Group &g : groups)
+      for (size_t i = 0; i < g.targets.size(); ++i)
+        if (g.targets[i] == "Linear" || ctMatches(g.targets[i], g.regexes[i], name))
+          return g.fp8Block;
+    return false;
+  default:
+    return false;
+  }
+}
 
 LayerFormat QuantConfig::formatOf(const std::string &name) const {
   switch (format) {

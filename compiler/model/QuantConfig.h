@@ -22,6 +22,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <regex>
 #include <string>
 #include <vector>
@@ -68,6 +69,11 @@ struct QuantConfig {
   /// MIXED_PRECISION's `quantized_layers`: modules, or a parent of them
   /// ("model.layers.0.mlp.experts"), and their format.
   std::map<std::string, LayerFormat> layers;
+  /// The `layers` whose FP8 is block-scaled (FP8_PB_WO, FP8_BLOCK_SCALES).
+  std::set<std::string> fp8BlockLayers;
+  /// The whole checkpoint's FP8 is block-scaled (ModelOpt FP8_PB_WO /
+  /// FP8_BLOCK_SCALES, quant_method fp8 with weight_block_size).
+  bool fp8Block = false;
   /// The format the claim predicts for module `name`: from `layers` (the
   /// module or its nearest listed parent; unlisted modules are unquantized)
   /// under MIXED_PRECISION, else the checkpoint's one format unless excluded.
@@ -84,10 +90,17 @@ struct QuantConfig {
   struct Group {
     std::string name;
     LayerFormat format = LayerFormat::Unquantized;
+    /// FP8 with strategy `block` (a scale per 128 x 128 block).
+    bool fp8Block = false;
     std::vector<std::string> targets;
     std::vector<std::regex> regexes;
   };
   std::vector<Group> groups;
+
+  /// Whether module `name`'s FP8 weight is scaled per 128 x 128 block by
+  /// this claim (rather than per tensor or per output row): such weights
+  /// are kept dense, the others as E4M3 with a scale per row.
+  bool fp8BlockScaled(const std::string &name) const;
 
   /// Whether any module may be NVFP4 by this claim.
   bool claimsNvfp4() const;

@@ -231,6 +231,7 @@ Linear TensorBinder::predict(Linear lin, bool quantizable) const {
   } else if (claimed == LayerFormat::Fp8) {
     lin.format = WeightFormat::Fp8;
     lin.dtype = DType::F8E4M3;
+    lin.fp8BlockScaled = model_.quant.fp8BlockScaled(lin.module);
   } else {
     lin.format = WeightFormat::Dense;
     lin.dtype = denseDtype_;
@@ -294,6 +295,7 @@ Result<Linear> TensorBinder::fp8(Linear lin, const Tensor &weight) {
   lin.dtype = DType::F8E4M3;
   lin.weight = &weight;
   lin.weightScale = scale;
+  lin.fp8BlockScaled = perBlock && !perTensor;
   // Static activation scales (W8A8) mean nothing to a weight-only kernel.
   take(module + ".input_scale");
   return lin;

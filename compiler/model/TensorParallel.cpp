@@ -57,11 +57,13 @@ bool quantizedByDefault(const Linear &linear) {
 RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
   const ModelConfig &c = model.config;
   RankWeights r;
-  auto add = [&](const Linear &lin, int64_t out, int64_t in) {
+  auto add = [&](const Linear &lin, int64_t out, int64_t in, bool expert = false) {
     uint64_t n = static_cast<uint64_t>(out) * static_cast<uint64_t>(in);
     bool nvfp4 = lin.isNvfp4() || (quantize && !lin.isFp8() && quantizedByDefault(lin));
     if (nvfp4)
       r.nvfp4Bytes += n / 2 + n / nvfp4::kBlockSize + 4;
+    else if (lin.isFp8() && !lin.fp8BlockScaled && !expert)
+      r.fp8Bytes += n + 4 * static_cast<uint64_t>(out);
     else
       r.denseBytes += n * 2;
     if (lin.bias)
@@ -69,10 +71,10 @@ RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
   };
   const sharding::KvSplit kv = sharding::kvSplit(c.numKeyValueHeads, tp);
   int64_t kvOut = c.numKeyValueHeads / kv.parts * c.headDim;
-  auto mlp = [&](const GatedMlp &m, int64_t width) {
-    add(m.gate, width / tp, c.hiddenSize);
-    add(m.up, width / tp, c.hiddenSize);
-    add(m.down, c.hiddenSize, width / tp);
+  auto mlp = [&](const GatedMlp &m, int64_t width, bool expert = false) {
+    add(m.gate, width / tp, c.hiddenSize, expert);
+    add(m.up, width / tp, c.hiddenSize, expert);
+    add(m.down, c.hiddenSize, width / tp, expert);
   };
   for (const Layer &l : model.layers) {
     if (const Attention *a = l.attention()) {
@@ -104,7 +106,7 @@ RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
     const Moe &moe = *l.moe();
     add(moe.router, c.numExperts, c.hiddenSize);
     for (const GatedMlp &e : moe.experts)
-      mlp(e, c.moeIntermediateSize);
+      mlp(e, c.moeIntermediateSize, true);
     if (moe.sharedExpert)
       mlp(*moe.sharedExpert, c.sharedExpertIntermediateSize);
     if (moe.sharedExpertGate)

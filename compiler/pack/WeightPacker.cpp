@@ -225,6 +225,40 @@ Status appendDense(const model::Tensor &t, const PartSlice &s, int elementBytes,
   return Status::success();
 }
 
+/// Appends this rank's slice of an FP8 name as its E4M3 bytes, and the F32
+/// scale of each of its rows to `rowScales` (a per-tensor scale repeated).
+Status appendFp8(const model::Checkpoint &ckpt, const WeightSpec &spec, size_t nameIndex,
+                 const PartSlice &s, std::vector<uint8_t> &out, std::vector<float> &rowScales) {
+  const std::string &name = spec.names[nameIndex];
+  const model::Tensor *t = ckpt.find(name);
+  if (!t)
+    return Error("weight entry '" + spec.name + "': tensor '" + name +
+                 "' is not in the checkpoint");
+  if (t->dtype() != model::DType::F8E4M3 || !s.cols)
+    return Error("weight entry '" + spec.name + "': tensor '" + name + "' has dtype " +
+                 std::string(model::dtypeName(t->dtype())) +
+                 "; the plan keeps this entry as FP8 E4M3 rows");
+  VOLT_RETURN_IF_ERROR(checkShape(spec.name, *t, s, s.fullCols));
+  const model::Tensor *scaleTensor =
+      nameIndex < spec.scaleNames.size() ? ckpt.find(spec.scaleNames[nameIndex]) : nullptr;
+  VOLT_ASSIGN_OR_RETURN(Fp8Scale scale, fp8ScaleOf(*t, scaleTensor, s));
+  if (scale.kind == Fp8Scale::PerBlock)
+    return Error("weight entry '" + spec.name + "': tensor '" + scaleTensor->name() +
+                 "' scales 128 x 128 blocks, but the plan keeps this entry as FP8 rows with one "
+                 "scale per row (recompile: the model's quantization config and its tensors "
+                 "disagree)");
+  auto data = t->data();
+  for (const auto &[first, rows] : s.runs) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t row = s.rowBase + first + r;
+      const uint8_t *src = data.data() + row * s.fullCols + s.colStart;
+      out.insert(out.end(), src, src + s.cols);
+      rowScales.push_back(scale.at(row, 0));
+    }
+  }
+  return Status::success();
+}
+
 /// Appends a byte-matrix slice: rows of `rowBytes` from [byteStart, +bytes).
 void appendBytes(std::span<const uint8_t> data, int64_t rowStart, int64_t rows, int64_t rowBytes,
                  int64_t byteStart, int64_t bytes, std::vector<uint8_t> &out) {
@@ -247,6 +281,7 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
     return Error("weight entry '" + spec.name + "': " + std::to_string(spec.views.size()) +
                  " row views for " + std::to_string(spec.names.size()) + " names");
   std::vector<uint8_t> out, scales;
+  std::vector<float> rowScales;
   out.reserve(entryBytes(spec));
   for (int64_t e = 0; e < experts; ++e) {
     for (size_t p = 0; p < parts; ++p) {
@@ -268,6 +303,10 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
         nvfp4::Quantized q = nvfp4::quantizeWithGlobalScale(*values, s.rows, s.cols, global);
         out.insert(out.end(), q.packed.begin(), q.packed.end());
         scales.insert(scales.end(), q.scales.begin(), q.scales.end());
+        continue;
+      }
+      if (spec.fp8) {
+        VOLT_RETURN_IF_ERROR(appendFp8(ckpt, spec, nameIndex, s, out, rowScales));
         continue;
       }
       if (!spec.nvfp4) {
@@ -302,6 +341,12 @@ Result<std::vector<uint8_t>> buildEntry(const model::Checkpoint &ckpt, const Wei
       }
     }
   }
+  if (spec.fp8) {
+    scalesOffset = alignUp(out.size());
+    out.resize(scalesOffset, 0);
+    const auto *b = reinterpret_cast<const uint8_t *>(rowScales.data());
+    out.insert(out.end(), b, b + 4 * rowScales.size());
+  }
   if (spec.nvfp4) {
     scalesOffset = alignUp(out.size());
     out.resize(scalesOffset, 0);
@@ -332,6 +377,12 @@ uint64_t entryBytes(const WeightSpec &spec, uint64_t *scalesOffset, uint64_t *ep
   uint64_t elements = 1;
   for (int64_t d : spec.shape)
     elements *= static_cast<uint64_t>(d);
+  if (spec.fp8) {
+    const uint64_t scales = alignUp(elements);
+    if (scalesOffset)
+      *scalesOffset = scales;
+    return scales + 4 * (elements / static_cast<uint64_t>(spec.shape.back()));
+  }
   if (!spec.nvfp4)
     return elements * static_cast<uint64_t>(spec.elementBytes);
   uint64_t packed = alignUp(elements / 2);

@@ -59,6 +59,9 @@ struct WeightSpec {
   /// This rank's rows of each part.
   std::vector<int64_t> partRows;
   bool nvfp4 = false;
+  /// FP8 E4M3 names with a scale per tensor or per row (`scaleNames`),
+  /// written as their bytes then one F32 scale per row (Fp8RowScaled).
+  bool fp8 = false;
   /// Dense: bytes per element written (2: FP16, 4: FP32).
   int elementBytes = 2;
   /// This rank's logical shape: [rows], [rows, cols] or [experts, rows, cols].

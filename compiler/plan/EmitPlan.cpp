@@ -48,6 +48,8 @@ DType dtypeOf(Type t) {
     return DType::I32;
   if (t.isInteger(8))
     return DType::U8;
+  if (isa<Float8E4M3FNType>(t))
+    return DType::F8E4M3;
   return DType::F16;
 }
 
@@ -69,7 +71,8 @@ pack::WeightSpec specOf(vx::WeightOp w) {
     s.names.push_back(cast<StringAttr>(n).getValue().str());
   s.partRows.assign(w.getPartRows().begin(), w.getPartRows().end());
   s.nvfp4 = w.getLayout() == "nvfp4";
-  s.elementBytes = w.getDtype().isF32() ? 4 : 2;
+  s.fp8 = w.getLayout() == "fp8";
+  s.elementBytes = s.fp8 ? 1 : w.getDtype().isF32() ? 4 : 2;
   s.shape.assign(w.getShape().begin(), w.getShape().end());
   s.experts = w.getExperts();
   s.fromDense = w.getFromDense();
@@ -297,9 +300,10 @@ Status emitPlan(ModuleOp module, const spec::DeploySpec &spec, const model::Mode
       std::vector<float> scales;
       if (auto g = w.getGlobalScales())
         scales.assign(g->begin(), g->end());
-      bool nvfp4 = w.getLayout() == "nvfp4";
-      weights.push_back(CreateWeightEntry(b, b.CreateString(w.getName().str()),
-                                          nvfp4 ? WeightLayout::Nvfp4RowMajor : WeightLayout::Dense,
+      const WeightLayout layout = w.getLayout() == "nvfp4" ? WeightLayout::Nvfp4RowMajor
+                                  : w.getLayout() == "fp8"   ? WeightLayout::Fp8RowScaled
+                                                             : WeightLayout::Dense;
+      weights.push_back(CreateWeightEntry(b, b.CreateString(w.getName().str()), layout,
                                           dtypeOf(w.getDtype()), b.CreateVector(shape), e.offset,
                                           e.bytes, e.scalesOffset, b.CreateVector(partRows),
                                           b.CreateVector(scales), e.checksum, e.epilogueOffset));

@@ -158,7 +158,12 @@ ArrayAttr select(Builder &b, Operation *op, const TargetInfo &t) {
             return gemmVariants(t, "nvfp4_gemv", "nvfp4_gemm", lastDim(q.getResult()));
           })
           .Case<LinearOp>([&](LinearOp l) {
-            return gemmVariants(t, "dense_gemv", "dense_gemm", lastDim(l.getResult()));
+            // A weight kept as E4M3 rows (volt.weight fp8_rows) has its own
+            // kernels, which read one byte per weight.
+            auto w = l.getWeight().getDefiningOp<WeightOp>();
+            const bool fp8 = w && w.getFp8Rows();
+            return gemmVariants(t, fp8 ? "fp8_gemv" : "dense_gemv",
+                                fp8 ? "fp8_gemm" : "dense_gemm", lastDim(l.getResult()));
           })
           .Case<MoeQExpertsOp>([&](MoeQExpertsOp m) {
             return gemmVariants(t, "nvfp4_moe_gemv", "nvfp4_moe_gemm", lastDim(m.getResult()));

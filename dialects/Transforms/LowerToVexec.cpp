@@ -208,11 +208,13 @@ LogicalResult Lowering::lowerWeight(Operation *op) {
   }
   if (experts > 0)
     name += " (" + std::to_string(experts) + " experts)";
+  const bool fp8 = !nvfp4 && cast<vi::WeightOp>(op).getFp8Rows();
   Type dtype = nvfp4 ? Type(IntegerType::get(ctx(), 8, IntegerType::Unsigned))
+               : fp8 ? Type(b_.getType<Float8E4M3FNType>())
                      : ranked(op->getResult(0)).getElementType();
   auto w = b_.create<vx::WeightOp>(
       loc(), vx::BufferType::get(ctx()), b_.getStringAttr(name), names, partRows,
-      b_.getStringAttr(nvfp4 ? "nvfp4" : "dense"), TypeAttr::get(dtype),
+      b_.getStringAttr(nvfp4 ? "nvfp4" : fp8 ? "fp8" : "dense"), TypeAttr::get(dtype),
       b_.getDenseI64ArrayAttr(shape), b_.getI64IntegerAttr(experts),
       nvfp4 ? cast<vi::Nvfp4WeightOp>(op).getGlobalScalesAttr() : DenseF32ArrayAttr(), shards,
       nvfp4 && cast<vi::Nvfp4WeightOp>(op).getFromDense() ? b_.getUnitAttr() : UnitAttr(),

@@ -50,8 +50,8 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
-/// Bytes of one weight entry in the pack: dense elements, or NVFP4 packed
-/// data plus block scales, aligned.
+/// Bytes of one weight entry in the pack: dense elements, NVFP4 packed
+/// data plus block scales, or FP8 bytes plus row scales, aligned.
 int64_t packedBytes(vx::WeightOp w) {
   int64_t elements = 1;
   for (int64_t d : w.getShape())
@@ -63,6 +63,10 @@ int64_t packedBytes(vx::WeightOp w) {
            (w.getExperts() > 0 ? volt::memory::alignUp(4 * w.getExperts() *
                                                        static_cast<int64_t>(w.getPartRows().size()))
                                : 0);
+  if (w.getLayout() == "fp8")
+    // E4M3 bytes, then an f32 scale per row.
+    return volt::memory::alignUp(elements) +
+           volt::memory::alignUp(4 * elements / w.getShape().back());
   int64_t elem = w.getDtype().isF32() ? 4 : 2;
   return volt::memory::alignUp(elements * elem);
 }

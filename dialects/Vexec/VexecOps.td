@@ -77,7 +77,8 @@ def Vexec_WeightOp : Vexec_Op<"weight", [Pure]> {
   let description = [{
     The weight packer writes this entry: the checkpoint tensors `names`
     (parts along rows, `experts` stacked), this rank's slice of each part
-    (`shards`), converted to `dtype` in `layout` (dense or Nvfp4RowMajor),
+    (`shards`), converted to `dtype` in `layout` (dense, nvfp4 for
+    Nvfp4RowMajor, fp8 for Fp8RowScaled: E4M3 bytes and a scale per row),
     with its NVFP4 `global_scales`. `shape` is this rank's logical shape.
     With `from_dense`, NVFP4 entries are quantized from dense tensors.
     `views`: which rows of its tensor each name is, as on `volt.weight`;

@@ -168,6 +168,18 @@ LogicalResult WeightOp::verify() {
   if (auto scales = getScaleNames(); scales && scales->size() != getNames().size())
     return emitOpError() << "has " << scales->size() << " scale_names for "
                          << getNames().size() << " names";
+  if (getFp8Rows()) {
+    auto scales = getScaleNames();
+    bool allScaled = scales.has_value();
+    if (scales)
+      for (Attribute a : *scales)
+        allScaled &= !cast<StringAttr>(a).getValue().empty();
+    if (!allScaled)
+      return emitOpError() << "has fp8_rows but not a scale for every name";
+    if (getExperts() > 0 || getAddOne())
+      return emitOpError() << "has fp8_rows with experts or add_one (FP8 rows serve linear "
+                              "layers only)";
+  }
   return verifyShards(*this, getShards(), getPartRows().size(), getResult().getType().getRank());
 }
 

@@ -46,7 +46,11 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
     per 128 x 128 block), else "". The weight is then E4M3 × scale formed
     in FP32 and rounded once to the result's element type when packed:
     FP8 checkpoints run weight-only, stored in FP16 on GPUs without FP8
-    arithmetic.
+    arithmetic. With `fp8_rows` (every name FP8, scaled per tensor or per
+    output row, no experts) the weight is instead kept as its E4M3 bytes
+    and an FP32 scale per row, which the GEMMs apply to their FP32 sums:
+    half the bytes of FP16, and no rounding of E4M3 × scale. The result
+    type stays the FP16 the consumers compute in.
 
     ```mlir
     %w = volt.weight {names = ["model.layers.0.mlp.gate"], part_rows = array<i64: 8>}
@@ -62,7 +66,7 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
                        OptionalAttr<F32Attr>:$max_abs,
                        OptionalAttr<ArrayAttr>:$shards,
                        OptionalAttr<DenseI64ArrayAttr>:$views, UnitAttr:$add_one,
-                       OptionalAttr<StrArrayAttr>:$scale_names);
+                       OptionalAttr<StrArrayAttr>:$scale_names, UnitAttr:$fp8_rows);
   let results = (outs Volt_FloatTensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;

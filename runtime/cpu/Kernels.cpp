@@ -207,6 +207,11 @@ void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, 
   decode(packed, scales, cols, out);
 }
 
+void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<uint16_t>(((in[i] & 0x80u) << 8) | ((in[i] & 0x7Fu) << 7));
+}
+
 WeightRows WeightRows::from(int64_t first) const {
   WeightRows w = *this;
   switch (format) {
@@ -219,6 +224,9 @@ WeightRows WeightRows::from(int64_t first) const {
   case Format::Nvfp4:
     w.data = static_cast<const uint8_t *>(data) + first * (cols / 2);
     w.scales = scales + first * (cols / 16);
+    break;
+  case Format::Fp8:
+    w.data = static_cast<const uint8_t *>(data) + first * cols;
     break;
   }
   return w;
@@ -263,6 +271,13 @@ void dotBlockPortable(const WeightRows &w, int64_t rows, const float *x, int64_t
       decodeNvfp4Row(static_cast<const uint8_t *>(w.data) + r * (cols / 2),
                      w.scales + r * (cols / 16), cols, scratch.data());
       break;
+    case WeightRows::Format::Fp8: {
+      thread_local std::vector<uint16_t> halves;
+      halves.resize(static_cast<size_t>(cols));
+      fp8ToHalfScaled(static_cast<const uint8_t *>(w.data) + r * cols, halves.data(), cols);
+      halfToFloat(halves.data(), scratch.data(), cols);
+      break;
+    }
     }
     dotRows(row, x, xStride, tokens, cols, out + r * outStride);
   }
@@ -308,6 +323,20 @@ void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStri
     scratch.resize(static_cast<size_t>(rows * cols));
     Body::decodeNvfp4(packed, w.scales, e4m3Values(), rows, cols, scratch.data());
     Body::f32(scratch.data(), rows, cols, x, xStride, tokens, out, outStride);
+    return;
+  }
+  case WeightRows::Format::Fp8: {
+    // A few rows at a time turned into FP16 bits (exact), then the FP16
+    // body: the pack's 1 byte per weight is what streams from memory.
+    constexpr int64_t kRows = 16;
+    const auto *bytes = static_cast<const uint8_t *>(w.data);
+    scratch.resize(static_cast<size_t>((std::min(rows, kRows) * cols + 1) / 2));
+    auto *halves = reinterpret_cast<uint16_t *>(scratch.data());
+    for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
+      const int64_t n = std::min(kRows, rows - r0);
+      fp8ToHalfScaled(bytes + r0 * cols, halves, n * cols);
+      Body::f16(halves, n, cols, x, xStride, tokens, out + r0 * outStride, outStride);
+    }
     return;
   }
   }

@@ -52,11 +52,22 @@ void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, 
 void decodeNvfp4RowWithTable(const uint8_t *packed, const uint8_t *scales, int64_t cols,
                              float *out);
 
+/// FP8 E4M3 bytes as the FP16 bits of e4m3 x 2^-8 (sign to bit 15, the
+/// other seven bits to bits 7-13: E4M3's exponent bias is FP16's minus 8),
+/// exact for every finite E4M3 value, subnormals included.
+void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n);
+
+/// What an FP8 row's sums must be multiplied by, after fp8ToHalfScaled.
+inline constexpr float kFp8RowsBias = 256.0f;
+
 /// Weight rows of a GEMM in one of the plan's weight formats: row r of an
-/// F32 or F16 matrix at data + r * cols, or of an NVFP4 matrix at packed + r
-/// * cols / 2 with scales + r * cols / 16 (`cols` a multiple of 16).
+/// F32 or F16 matrix at data + r * cols, of an NVFP4 matrix at packed + r
+/// * cols / 2 with scales + r * cols / 16 (`cols` a multiple of 16), or of
+/// an FP8 E4M3 matrix at data + r * cols, read as fp8ToHalfScaled gives it
+/// (its dots are 2^-8 x the E4M3 values' exactly; the caller applies
+/// kFp8RowsBias with the row scales).
 struct WeightRows {
-  enum class Format : uint8_t { F32, F16, Nvfp4 };
+  enum class Format : uint8_t { F32, F16, Nvfp4, Fp8 };
   Format format = Format::F32;
   const void *data = nullptr;
   const uint8_t *scales = nullptr;
@@ -66,6 +77,9 @@ struct WeightRows {
   static WeightRows f16(const uint16_t *w, int64_t cols) { return {Format::F16, w, nullptr, cols}; }
   static WeightRows nvfp4(const uint8_t *packed, const uint8_t *scales, int64_t cols) {
     return {Format::Nvfp4, packed, scales, cols};
+  }
+  static WeightRows fp8(const uint8_t *bytes, int64_t cols) {
+    return {Format::Fp8, bytes, nullptr, cols};
   }
   /// The rows from `first` on.
   WeightRows from(int64_t first) const;

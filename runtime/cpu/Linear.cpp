@@ -56,6 +56,19 @@ void linear(const LinearParams &params, const uint16_t *in, const uint16_t *weig
            detail::WeightRows::f16(weight, k));
 }
 
+void fp8Linear(const LinearParams &params, const uint16_t *in, const Fp8Matrix &weight,
+               const uint16_t *bias, void *out, ThreadPool &pool) {
+  const int64_t k = params.inFeatures, n = params.outFeatures;
+  assert(k > 0 && n > 0 && params.tokens >= 0 && weight.rows == n && weight.cols == k);
+  detail::GemmEpilogue epilogue;
+  // dotBlock gives the sums of the E4M3 values times 2^-8 (WeightRows::fp8).
+  epilogue.rowScales = weight.rowScales;
+  epilogue.rowScaleFactor = detail::kFp8RowsBias;
+  epilogue.bias = loadBias(bias, n);
+  multiply(params.tokens, k, n, in, epilogue, false, params.outDtype, out, pool,
+           detail::WeightRows::fp8(weight.bytes, k));
+}
+
 void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix &weight,
              const uint16_t *bias, void *out, ThreadPool &pool) {
   const int64_t k = params.inFeatures, n = params.outFeatures;

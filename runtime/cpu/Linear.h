@@ -1,4 +1,4 @@
-//===- Linear.h - Linear (FP16 weight) and QLinear (NVFP4 weight) -*- C++ -*-===//
+//===- Linear.h - Linear (FP16 or FP8 weight), QLinear (NVFP4) ---*- C++ -*-===//
 //
 // OpKind Linear and QLinear of runtime/schema/plan.fbs: out = x * W^T (+ b)
 // over FP16 activations, accumulated in FP32.
@@ -30,6 +30,13 @@ struct LinearParams {
 /// `out` [T, N] in outDtype.
 void linear(const LinearParams &params, const uint16_t *in, const uint16_t *weight,
             const uint16_t *bias, void *out, ThreadPool &pool);
+
+/// Linear over an FP8 weight kept as E4M3 with a scale per row:
+/// out[t, n] = round_out(dot(in[t], e4m3 row n) * rowScales[n] + bias[n]),
+/// each E4M3 value exact in FP32, the dot as for linear(), the row's scale
+/// multiplying the FP32 sum once, then the bias added.
+void fp8Linear(const LinearParams &params, const uint16_t *in, const Fp8Matrix &weight,
+               const uint16_t *bias, void *out, ThreadPool &pool);
 
 struct QLinearParams {
   int64_t tokens = 0;

@@ -47,13 +47,18 @@ inline std::vector<float> &activationScratch() {
 }
 
 /// How a GEMM turns the FP32 dot of weight row r into its output:
-/// y(r) = dot * scale(r) (when there are part scales) + bias[r] (when
-/// given), where scale(r) is partScales[p] for the part p whose rows
-/// [partEnds[p - 1], partEnds[p]) hold r; with `siluUpOffset` >= 0 the
+/// y(r) = dot * scale(r) (when there are part or row scales) + bias[r]
+/// (when given), where scale(r) is rowScales[r] * rowScaleFactor, or
+/// partScales[p] for the part p whose rows [partEnds[p - 1], partEnds[p])
+/// hold r; with `siluUpOffset` >= 0 the
 /// output column c is siluTimes(y(c), y(c + siluUpOffset)), otherwise it is
 /// y(c).
 struct GemmEpilogue {
   const float *partScales = nullptr;
+  /// A scale per weight row (FP8 rows), times rowScaleFactor (a power of
+  /// two, so the product is exact); in place of part scales.
+  const float *rowScales = nullptr;
+  float rowScaleFactor = 1.0f;
   /// Cumulative row counts of the parts; null with partScales: one part.
   const int64_t *partEnds = nullptr;
   int64_t parts = 0;
@@ -61,6 +66,8 @@ struct GemmEpilogue {
   int64_t siluUpOffset = -1;
 
   float scale(int64_t row) const {
+    if (rowScales)
+      return rowScales[row] * rowScaleFactor;
     if (!partEnds)
       return partScales[0];
     int64_t p = 0;
@@ -118,7 +125,7 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
                acc + columns * tile, tile, scratch.weights);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t row = weightRow(r);
-      const bool scaled = epilogue.partScales != nullptr;
+      const bool scaled = epilogue.partScales != nullptr || epilogue.rowScales != nullptr;
       const float scale = scaled ? epilogue.scale(row) : 1.0f;
       for (int64_t i = 0; i < n; ++i) {
         float y = scaled ? acc[r * tile + i] * scale : acc[r * tile + i];

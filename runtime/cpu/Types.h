@@ -44,4 +44,14 @@ struct Nvfp4Matrix {
   int64_t cols = 0;
 };
 
+/// An FP8 E4M3 matrix with a scale per row (volt.plan.WeightLayout
+/// Fp8RowScaled): `bytes` [rows, cols] row-major, `rowScales` f32 [rows];
+/// element (r, c) is e4m3(bytes[r, c]) * rowScales[r].
+struct Fp8Matrix {
+  const uint8_t *bytes = nullptr;
+  const float *rowScales = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
 } // namespace volt::cpu

@@ -95,6 +95,11 @@ void fillPattern(SyntheticKind kind, std::span<uint8_t> out, const std::vector<u
     for (uint8_t &b : out)
       b = scales[random.next() % scales.size()];
     break;
+  case SyntheticKind::Fp8Codes:
+    // Bit 6 clear: exponents up to 7 (values below 2), and never 0x7F.
+    for (uint8_t &b : out)
+      b = static_cast<uint8_t>(random.next() >> 56) & 0xBF;
+    break;
   case SyntheticKind::Zeros:
     break;
   }
@@ -162,6 +167,11 @@ SyntheticFill syntheticFill(const plan::Rank &rank, uint64_t period) {
           }
         fill.writes.push_back(std::move(write));
       }
+    } else if (w->layout() == plan::WeightLayout::Fp8RowScaled) {
+      // The loader checked that the row scales lie inside the entry.
+      add(SyntheticKind::Fp8Codes, w->offset(), w->scales_offset());
+      add(SyntheticKind::Float, w->offset() + w->scales_offset(),
+          w->bytes() - w->scales_offset());
     } else {
       add(denseKind(*w), w->offset(), w->bytes());
     }

@@ -17,7 +17,9 @@
 //     the plan's global scales;
 //   - NVFP4 MoE epilogue scales: the plan's own (2^14 x each global scale),
 //     written from the host;
-//   - other dtypes (integers, FP8 tensors): zeros.
+//   - FP8 entries (E4M3 with row scales): random E4M3 codes below 2 in
+//     magnitude, and row scales uniform in [-0.02, 0.02];
+//   - other dtypes (integers): zeros.
 //
 // Each entry starts its pattern at a different offset, so that entries
 // (router rows above all) differ from one another. Everything here is a
@@ -43,9 +45,10 @@ enum class SyntheticKind : uint32_t {
   FloatNorm,  ///< FP32, uniform in [0.9, 1.1]
   Codes,      ///< random bytes (packed E2M1 pairs)
   Scales,     ///< finite positive E4M3 block scales
+  Fp8Codes,   ///< E4M3 weights: random codes of magnitude below 2 (never NaN)
   Zeros,      ///< zero bytes (a memset, not a copy)
 };
-inline constexpr uint32_t kSyntheticPatternKinds = 8; ///< all but Zeros
+inline constexpr uint32_t kSyntheticPatternKinds = 9; ///< all but Zeros
 
 /// One piece of a fill: `bytes` bytes at `to` (relative to the rank's
 /// weights) copied from the pattern of `kind` at offset `from`.

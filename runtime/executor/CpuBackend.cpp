@@ -88,7 +88,8 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
   for (const plan::Rank *r : *p.ranks())
     for (const plan::WeightEntry *w : *r->weights())
       if (w->layout() != plan::WeightLayout::Dense &&
-          w->layout() != plan::WeightLayout::Nvfp4RowMajor)
+          w->layout() != plan::WeightLayout::Nvfp4RowMajor &&
+          w->layout() != plan::WeightLayout::Fp8RowScaled)
         return Error(loaded.path().string() + ": weight '" + (w->name() ? w->name()->str() : "?") +
                      "' has a layout the cpu backend does not read");
   std::unique_ptr<CpuBackend> backend(new CpuBackend(loaded));

@@ -58,6 +58,16 @@ cpu::Nvfp4Matrix OpContext::nvfp4(unsigned i) const {
   return m;
 }
 
+cpu::Fp8Matrix OpContext::fp8(unsigned i) const {
+  const plan::WeightEntry *w = weight(i);
+  cpu::Fp8Matrix m;
+  m.bytes = pointer(i);
+  m.rowScales = reinterpret_cast<const float *>(m.bytes + w->scales_offset());
+  m.rows = w->shape()->Get(0);
+  m.cols = w->shape()->Get(1);
+  return m;
+}
+
 std::span<const uint32_t> OpContext::partRows(unsigned i) const {
   const plan::WeightEntry *w = weight(i);
   return {w->part_rows()->data(), w->part_rows()->size()};

@@ -76,6 +76,7 @@ public:
   const plan::WeightEntry *weight(unsigned i) const;
   /// Operand `i` as an NVFP4 matrix, its fused parts' rows, its global scales.
   cpu::Nvfp4Matrix nvfp4(unsigned i) const;
+  cpu::Fp8Matrix fp8(unsigned i) const;
   std::span<const uint32_t> partRows(unsigned i) const;
   std::span<const float> globalScales(unsigned i) const;
 

@@ -168,6 +168,17 @@ Status checkConsistency(const Plan &p, const std::string &name) {
       if (w->layout() == WeightLayout::Nvfp4RowMajor && w->scales_offset() > w->bytes())
         return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
                      "' has its block scales outside the entry");
+      if (w->layout() == WeightLayout::Fp8RowScaled) {
+        const auto *shape = w->shape();
+        const uint64_t rows = shape && shape->size() == 2 ? uint64_t(shape->Get(0)) : 0,
+                       cols = shape && shape->size() == 2 ? uint64_t(shape->Get(1)) : 0;
+        if (w->dtype() != DType::F8E4M3 || rows == 0 || cols == 0 ||
+            w->scales_offset() < rows * cols || w->scales_offset() > w->bytes() ||
+            (w->bytes() - w->scales_offset()) / 4 < rows)
+          return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
+                       "': an FP8 entry needs dtype F8E4M3, a [rows, cols] shape and its row "
+                       "scales after its bytes, inside the entry");
+      }
     }
     for (const Op *op : *r->ops()) {
       const std::string opName = "op '" + (op->name() ? op->name()->str() : "?") + "'";

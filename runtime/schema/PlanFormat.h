@@ -16,8 +16,10 @@ namespace volt::plan {
 /// logits rows of a speculative verify step). 4: the draft program
 /// (Rank.draft_ops_begin, StepInput.HiddenRows, StepOutput.Hidden; op
 /// kinds GatherHidden and Concat), which an older runtime would run as
-/// part of the target step.
-inline constexpr uint32_t kFormatVersion = 4;
+/// part of the target step. 5: WeightLayout.Fp8RowScaled (FP8 weights
+/// kept as E4M3 with row scales), which an older runtime would read as
+/// dense FP16.
+inline constexpr uint32_t kFormatVersion = 5;
 
 /// Whether the plan's ranks carry a draft program (Rank.draft_ops_begin).
 inline bool hasDraftProgram(const Plan &plan) {

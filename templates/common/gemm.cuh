@@ -31,9 +31,12 @@
 namespace volt::gemm {
 
 template <bool Nvfp4_, int K_, int N_, int TileM_, int TileN_, int Stages_, bool Silu_,
-          bool OutF32_, bool HasBias_, int Parts_, int PartEnd0_, int PartEnd1_, int PartEnd2_>
+          bool OutF32_, bool HasBias_, int Parts_, int PartEnd0_, int PartEnd1_, int PartEnd2_,
+          bool Fp8_ = false>
 struct Config {
   static constexpr bool Nvfp4 = Nvfp4_;
+  /// FP8 E4M3 weights (one byte each) with a scale per row (fp8_gemm).
+  static constexpr bool Fp8 = Fp8_;
   static constexpr int K = K_;
   static constexpr int N = N_;
   static constexpr int TileM = TileM_;
@@ -70,7 +73,7 @@ struct Config {
 
   /// Global loads per thread per step: weight segments (16 NVFP4 elements
   /// or 8 FP16) and activation segments (8 FP16).
-  static constexpr int WeightSegmentElems = Nvfp4 ? 16 : 8;
+  static constexpr int WeightSegmentElems = Nvfp4 || Fp8 ? 16 : 8;
   static constexpr int WeightSegments = TileN * TileK / WeightSegmentElems;
   static constexpr int WeightLoads = WeightSegments / Threads;
   static constexpr int ActSegments = TileM * TileK / 8;
@@ -114,6 +117,8 @@ struct TileIo {
   int expert;
   /// Tokens of the tile (<= TileM).
   int tokens;
+  /// FP8 weights: the F32 scale of each row.
+  const float *rowScales = nullptr;
 };
 
 /// One step's global data, held in registers between its load and its
@@ -148,8 +153,10 @@ VOLT_DEVICE void loadStep(Staged<C> &s, const TileIo &io, int tile, int step,
       if (!valid)
         s.weights[i][0] = s.weights[i][1] = s.scales[i] = 0;
     } else {
-      u32x4 v = loadReadOnly16(reinterpret_cast<const u16 *>(io.weights) +
-                               static_cast<i64>(row) * C::K + kk);
+      // FP16: 8 elements; FP8: 16 one-byte elements.
+      u32x4 v = C::Fp8 ? loadReadOnly16(io.weights + static_cast<i64>(row) * C::K + kk)
+                       : loadReadOnly16(reinterpret_cast<const u16 *>(io.weights) +
+                                        static_cast<i64>(row) * C::K + kk);
       if (!valid)
         v = {0, 0, 0, 0};
       s.weights[i][0] = v.x, s.weights[i][1] = v.y, s.weights[i][2] = v.z, s.weights[i][3] = v.w;
@@ -189,6 +196,13 @@ template <typename C> VOLT_DEVICE void storeStep(const Staged<C> &s, u16 *stage)
         // Stored as pairs (0,4) (1,5) (2,6) (3,7) of the group of 8.
         *reinterpret_cast<u32x4 *>(dst + 4 * w) = v;
       }
+    } else if (C::Fp8) {
+      // 16 elements as FP16 x 2^-8, in k order.
+      u32 h[4][2];
+      for (int w = 0; w < 4; ++w)
+        decodeE4M3x4(s.weights[i][w], h[w]);
+      *reinterpret_cast<u32x4 *>(dst) = u32x4{h[0][0], h[0][1], h[1][0], h[1][1]};
+      *reinterpret_cast<u32x4 *>(dst + 4) = u32x4{h[2][0], h[2][1], h[3][0], h[3][1]};
     } else {
       *reinterpret_cast<u32x4 *>(dst) =
           u32x4{s.weights[i][0], s.weights[i][1], s.weights[i][2], s.weights[i][3]};
@@ -288,7 +302,9 @@ VOLT_DEVICE void runTile(int tile, const TileIo &io, const ActRow &actRow, const
         const int row = tileRow<C>(tile, r);
         if (row < 0 || m >= io.tokens)
           continue;
-        float y = C::Nvfp4 ? acc[ru][tu][i] * scaleOf(io.expert, partOf<C>(row)) : acc[ru][tu][i];
+        float y = C::Nvfp4 ? acc[ru][tu][i] * scaleOf(io.expert, partOf<C>(row))
+                  : C::Fp8 ? acc[ru][tu][i] * (io.rowScales[row] * kE4M3x4Bias)
+                           : acc[ru][tu][i];
         if (C::HasBias)
           y += halfToFloat(bias[row]);
         if (C::Silu) {

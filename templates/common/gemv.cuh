@@ -27,9 +27,11 @@ namespace volt::gemv {
 
 /// The constants one instantiation fixes.
 template <bool Nvfp4_, int K_, int N_, int Warps_, bool Silu_, bool OutF32_, bool HasBias_,
-          int Parts_, int PartEnd0_, int PartEnd1_, int PartEnd2_>
+          int Parts_, int PartEnd0_, int PartEnd1_, int PartEnd2_, bool Fp8_ = false>
 struct Config {
   static constexpr bool Nvfp4 = Nvfp4_;
+  /// FP8 E4M3 weights (one byte each) with a scale per row (fp8_gemv).
+  static constexpr bool Fp8 = Fp8_;
   static constexpr int K = K_;
   /// Rows of the weight (of one expert), all parts together.
   static constexpr int N = N_;
@@ -41,7 +43,7 @@ struct Config {
   /// Row where parts 0, 1, 2 end (the last part ends at N).
   static constexpr int PartEnd0 = PartEnd0_, PartEnd1 = PartEnd1_, PartEnd2 = PartEnd2_;
   /// Elements of K one lane covers per chunk: a 16-byte weight load.
-  static constexpr int LaneChunk = Nvfp4 ? 32 : 8;
+  static constexpr int LaneChunk = Nvfp4 ? 32 : Fp8 ? 16 : 8;
   static constexpr int WarpChunk = 4 * LaneChunk;
   static constexpr int Chunks = (K + WarpChunk - 1) / WarpChunk;
   /// Chunks whose loads are issued before any is consumed.
@@ -131,6 +133,15 @@ VOLT_DEVICE void loadChunk(Chunk &c, const u8 *weights, const u8 *blockScales, i
         c.x[4 * q] = c.x[4 * q + 1] = c.x[4 * q + 2] = c.x[4 * q + 3] = 0;
       }
     }
+  } else if (C::Fp8) {
+    // 16 E4M3 weights and their 16 activations (K is a multiple of 16, so
+    // a lane's chunk lies wholly inside K or wholly past it).
+    u32x4 v = loadReadOnly16(weights + static_cast<i64>(row) * C::K + k0);
+    c.w[0] = v.x, c.w[1] = v.y, c.w[2] = v.z, c.w[3] = v.w;
+    for (int q = 0; q < 2; ++q) {
+      u32x4 xv = loadReadOnly16(x + k0 + 8 * q);
+      c.x[4 * q] = xv.x, c.x[4 * q + 1] = xv.y, c.x[4 * q + 2] = xv.z, c.x[4 * q + 3] = xv.w;
+    }
   } else {
     u32x4 v =
         loadReadOnly16(reinterpret_cast<const u16 *>(weights) + static_cast<i64>(row) * C::K + k0);
@@ -157,6 +168,13 @@ template <typename C> VOLT_DEVICE void multiplyChunk(float (&acc)[8], const Chun
       mma884(acc, h[0], h[1], lowHalves(x[0], x[2]), highHalves(x[0], x[2]));
       mma884(acc, h[2], h[3], lowHalves(x[1], x[3]), highHalves(x[1], x[3]));
     }
+  } else if (C::Fp8) {
+    // Each word's 4 E4M3 weights as FP16 x 2^-8 (exact), k order kept.
+    for (int m = 0; m < 4; ++m) {
+      u32 h[2];
+      decodeE4M3x4(c.w[m], h);
+      mma884(acc, h[0], h[1], c.x[2 * m], c.x[2 * m + 1]);
+    }
   } else {
     mma884(acc, c.w[0], c.w[1], c.x[0], c.x[1]);
     mma884(acc, c.w[2], c.w[3], c.x[2], c.x[3]);
@@ -176,6 +194,8 @@ struct TileIo {
   /// Output row index of this lane's token column (-1: none).
   int outRow;
   int expert;
+  /// FP8 weights: the F32 scale of each row.
+  const float *rowScales = nullptr;
 };
 
 /// Accumulates the tile over K and stores it: the body of every GEMV kernel.
@@ -244,7 +264,9 @@ VOLT_DEVICE void runTile(int tile, const TileIo &io, const ScaleOf &scaleOf, con
     const int wrow = tileRow<C>(tile, rr);
     if (wrow < 0 || outRows[i] < 0)
       continue;
-    float y = C::Nvfp4 ? acc[i] * scaleOf(io.expert, partOf<C>(wrow)) : acc[i];
+    float y = C::Nvfp4 ? acc[i] * scaleOf(io.expert, partOf<C>(wrow))
+              : C::Fp8 ? acc[i] * (io.rowScales[wrow] * kE4M3x4Bias)
+                       : acc[i];
     if (C::HasBias)
       y += halfToFloat(bias[wrow]);
     int column = wrow;

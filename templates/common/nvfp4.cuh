@@ -9,6 +9,10 @@
 //     gives the scale's value x 2^-8; one FP16 multiply by 2^8 restores it
 //     exactly (448 stays 448).
 //
+// FP8 E4M3 weights (fp8_gemv, fp8_gemm) take the second form as they are:
+// their FP16 values x 2^-8 go to the tensor cores, and 2^8 x the row's
+// scale multiplies the FP32 sum (the cpu backend's WeightRows::fp8).
+//
 // The element (x 2^-14) times the restored block scale is an exact FP16
 // product (at most 6 significant bits, between 2^-24 and 0.164), the
 // kernels multiply it by FP16 activations on tensor cores with FP32
@@ -45,6 +49,29 @@ VOLT_HD u32 decodeE4M3Pair(u32 scaleByte) {
   u32 t = (scaleByte << 8) | (scaleByte << 24);
   return (t & 0x80008000u) | ((t & 0x7F007F00u) >> 1);
 }
+
+/// What the FP32 sums of decodeE4M3x4's values are multiplied by (with the
+/// row's scale) to give the E4M3 weights' own.
+constexpr float kE4M3x4Bias = 256.0f;
+
+/// Four E4M3 bytes (byte i in bits 8i..8i+7 of `q`) as FP16 x 2^-8, exact
+/// for every finite code: out[0] holds bytes 0 and 1 (low half first),
+/// out[1] bytes 2 and 3.
+#if defined(__CUDACC__) || defined(VOLT_SIMT)
+VOLT_DEVICE void decodeE4M3x4(u32 q, u32 (&out)[2]) {
+  // Each byte into the high byte of a half: one permute per pair.
+  const u32 t0 = bytePermute<0x1404>(q, 0u), t1 = bytePermute<0x3424>(q, 0u);
+  out[0] = (t0 & 0x80008000u) | ((t0 & 0x7F007F00u) >> 1);
+  out[1] = (t1 & 0x80008000u) | ((t1 & 0x7F007F00u) >> 1);
+}
+#else
+inline void decodeE4M3x4(u32 q, u32 (&out)[2]) {
+  const u32 t0 = ((q & 0xFFu) << 8) | ((q & 0xFF00u) << 16),
+            t1 = ((q >> 8) & 0xFF00u) | (q & 0xFF000000u);
+  out[0] = (t0 & 0x80008000u) | ((t0 & 0x7F007F00u) >> 1);
+  out[1] = (t1 & 0x80008000u) | ((t1 & 0x7F007F00u) >> 1);
+}
+#endif
 
 /// (low half of a, low half of b) and (high half of a, high half of b):
 /// how activation pairs are regrouped to match decodeE2M1x8's pairs. On the

@@ -45,7 +45,9 @@ uint64_t weightBytes(const OperandInfo &w, uint64_t expertsUsed) {
   uint64_t elements = 1;
   for (int64_t d : w.shape)
     elements *= static_cast<uint64_t>(d);
-  uint64_t bytes = w.nvfp4 ? elements / 2 + elements / 16 : elements * 2;
+  uint64_t bytes = w.nvfp4 ? elements / 2 + elements / 16
+                  : w.fp8 ? elements + 4 * (elements / static_cast<uint64_t>(w.shape.back()))
+                          : elements * 2;
   if (w.shape.size() == 3)
     bytes = bytes / static_cast<uint64_t>(w.shape[0]) * expertsUsed;
   return bytes;

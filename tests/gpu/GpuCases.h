@@ -71,6 +71,22 @@ inline std::vector<GpuCase> gpuCases() {
       cases.push_back({std::move(op), program, {1, 8, 40, 512}});
     }
   }
+  // An FP8 linear kept as E4M3 with row scales: Qwen3.6-35B-A3B's
+  // linear_attn.in_proj_qkv (2,048 -> 8,192), FP8 in NVIDIA's NVFP4 export.
+  {
+    ModelOp qkv;
+    qkv.op.kind = plan::OpKind::Linear;
+    qkv.op.name = "linear_attn_in_proj_qkv_fp8";
+    codegen::OperandInfo w = denseWeight(0, {8192, 2048});
+    w.fp8 = true;
+    qkv.op.operands = {arena(0), w, arena(1)};
+    plan::LinearParamsT p;
+    p.dim = 2048;
+    p.out_features = 8192;
+    qkv.op.params.Set(p);
+    qkv.variants = gemmVariants("fp8_gemv", "fp8_gemm");
+    cases.push_back({std::move(qkv), codegen::ProgramInfo{}, {1, 8, 40, 512}});
+  }
   // EmaScan at Qwen3-30B-A3B's hidden size: no published family has it,
   // but its kernel is in the registry (the recurrent-state test model).
   ModelOp ema;

@@ -28,6 +28,7 @@
 #include "runtime/cpu/Ops.h"
 #include "runtime/numerics/Half.h"
 #include "runtime/numerics/Nvfp4.h"
+#include "tests/support/Fp8Entry.h"
 
 #include <gtest/gtest.h>
 
@@ -169,10 +170,14 @@ void checkLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   const int rows = tokens; // per-sequence ops run with S = T here
   std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>(rows * k));
   std::vector<uint16_t> b = randomHalves(rng, static_cast<size_t>(n), 0.1f);
+  const bool fp8 = w.fp8;
   Nvfp4Entry q;
+  testing::Fp8Entry e8;
   std::vector<uint16_t> dense;
   if (quantized)
     q = randomNvfp4(rng, w.shape);
+  else if (fp8)
+    e8 = testing::randomFp8(rng, n, k);
   else
     dense = randomHalves(rng, static_cast<size_t>(n * k), 0.05f);
   const int64_t columns = silu ? n / 2 : n;
@@ -198,6 +203,15 @@ void checkLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     cpu::qlinear(p, x.data(), q.matrix(), bias ? b.data() : nullptr, pre.data(), pool);
     Nvfp4Entry aq = q.absolute();
     cpu::qlinear(p, ax.data(), aq.matrix(), nullptr, absSum.data(), pool);
+  } else if (fp8) {
+    cpu::fp8Linear({rows, k, n, f32 ? cpu::DType::F32 : cpu::DType::F16}, x.data(), e8.matrix(),
+                   bias ? b.data() : nullptr,
+                   f32 ? static_cast<void *>(reference.data()) : reference16.data(), pool);
+    cpu::fp8Linear({rows, k, n, cpu::DType::F32}, x.data(), e8.matrix(), bias ? b.data() : nullptr,
+                   pre.data(), pool);
+    const testing::Fp8Entry a8 = e8.absolute();
+    cpu::fp8Linear({rows, k, n, cpu::DType::F32}, ax.data(), a8.matrix(), nullptr, absSum.data(),
+                   pool);
   } else {
     cpu::linear({rows, k, n, f32 ? cpu::DType::F32 : cpu::DType::F16}, x.data(), dense.data(),
                 bias ? b.data() : nullptr,
@@ -210,6 +224,7 @@ void checkLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   Buffers buffers;
   ASSERT_TRUE(put(buffers, in, x.data(), x.size() * 2).ok());
   ASSERT_TRUE(quantized ? put(buffers, w, q.bytes.data(), q.bytes.size()).ok()
+              : fp8     ? put(buffers, w, e8.bytes.data(), e8.bytes.size()).ok()
                         : put(buffers, w, dense.data(), dense.size() * 2).ok());
   if (bias) {
     ASSERT_TRUE(put(buffers, op.operands[2], b.data(), b.size() * 2).ok());

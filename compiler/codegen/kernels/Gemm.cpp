@@ -18,7 +18,7 @@ namespace {
 /// The facts every GEMM form shares.
 struct GemmShape {
   int64_t k = 0, n = 0;
-  bool nvfp4 = false, silu = false, outF32 = false, hasBias = false;
+  bool nvfp4 = false, fp8 = false, silu = false, outF32 = false, hasBias = false;
   bool moe = false;
   std::vector<uint32_t> partRows;
   /// 2^14 x global scale per (expert, part) for NVFP4.
@@ -31,6 +31,7 @@ Result<GemmShape> gemmShape(LaunchContext &c, const OperandInfo &weight, const G
   s.k = p.k;
   s.n = p.n;
   s.nvfp4 = weight.nvfp4;
+  s.fp8 = weight.fp8;
   s.silu = p.silu;
   s.outF32 = p.outF32;
   s.moe = moe;
@@ -82,7 +83,7 @@ void setParts(KernelRequest &r, const GemmShape &s) {
 
 /// Decode-size GEMV: 8 weight rows per block, warps split K.
 KernelRequest gemvRequest(const std::string &kernel, const GemmShape &s) {
-  const int64_t laneChunk = s.nvfp4 ? 32 : 8, unroll = s.nvfp4 ? 2 : 4;
+  const int64_t laneChunk = s.nvfp4 ? 32 : s.fp8 ? 16 : 8, unroll = s.nvfp4 ? 2 : 4;
   const int64_t chunks = (s.k + 4 * laneChunk - 1) / (4 * laneChunk);
   const int64_t warps = std::clamp<int64_t>(chunks / unroll, 1, 8);
   KernelRequest r{kernel, {}, static_cast<uint32_t>(warps * 32), 0};
@@ -163,10 +164,14 @@ Result<KernelRequest> requestOf(LaunchContext &c, const Variant &v, const GemmSh
 
 Result<PlannedLaunch> planLinear(LaunchContext &c, const Variant &v) {
   const bool quantized = c.op.kind == plan::OpKind::QLinear;
+  const bool fp8 = v.kernel.rfind("fp8_", 0) == 0;
   const OperandInfo &in = c.at(0), &weight = c.at(1), &out = c.op.operands.back();
-  if (weight.kind != OperandKind::Weight || weight.nvfp4 != quantized)
-    return c.error(std::string("operand 1 must be ") + (quantized ? "an NVFP4" : "a dense") +
-                   " weight");
+  if (weight.kind != OperandKind::Weight || weight.nvfp4 != quantized || weight.fp8 != fp8)
+    return c.error(std::string("operand 1 must be ") +
+                   (quantized ? "an NVFP4"
+                    : fp8     ? "an FP8 (E4M3 with row scales)"
+                              : "a dense") +
+                   " weight for " + v.kernel);
   VOLT_ASSIGN_OR_RETURN(const GemmParams gp, gemmParams(c.op));
   auto shape = gemmShape(c, weight, gp);
   if (!shape)
@@ -185,6 +190,8 @@ Result<PlannedLaunch> planLinear(LaunchContext &c, const Variant &v) {
   l.args.push_back(LaunchArg::pointer(weight));
   if (quantized)
     l.args.push_back(LaunchArg::pointer(weight, nvfp4ScalesOffset(weight.shape)));
+  if (fp8)
+    l.args.push_back(LaunchArg::pointer(weight, fp8ScalesOffset(weight.shape)));
   if (shape->hasBias)
     l.args.push_back(LaunchArg::pointer(c.at(2)));
   l.args.push_back(LaunchArg::pointer(out));

@@ -58,6 +58,7 @@ Result<Operands> collect(func::FuncOp step, func::FuncOp draft) {
       if (auto g = w.getGlobalScales())
         info.globalScales.assign(g->begin(), g->end());
       info.nvfp4 = w.getLayout() == "nvfp4";
+      info.fp8 = w.getLayout() == "fp8";
       info.f32 = w.getDtype().isF32();
     } else if (auto a = value.getDefiningOp<vx::AllocOp>()) {
       info.f32 = a.getDtype().isF32();

@@ -49,8 +49,15 @@ void runAddRmsNorm(OpContext &c) {
 void runLinear(OpContext &c) {
   const auto *pm = c.op.params_as_LinearParams();
   const unsigned n = c.operandCount();
-  cpu::linear({c.rows(0), pm->dim(), pm->out_features(), cpuDtype(pm->out_dtype())}, c.f16(0),
-              c.f16(1), n == 4 ? c.f16(2) : nullptr, c.pointer(n - 1), c.pool);
+  const cpu::LinearParams params{c.rows(0), pm->dim(), pm->out_features(),
+                                 cpuDtype(pm->out_dtype())};
+  if (const plan::WeightEntry *w = c.weight(1);
+      w && w->layout() == plan::WeightLayout::Fp8RowScaled)
+    cpu::fp8Linear(params, c.f16(0), c.fp8(1), n == 4 ? c.f16(2) : nullptr, c.pointer(n - 1),
+                   c.pool);
+  else
+    cpu::linear(params, c.f16(0), c.f16(1), n == 4 ? c.f16(2) : nullptr, c.pointer(n - 1),
+                c.pool);
 }
 
 void runQLinear(OpContext &c) {

@@ -11,7 +11,9 @@
 #include "tests/unit/codegen/simt/SimtHarness.h"
 
 #include "runtime/cpu/Ops.h"
+#include "tests/support/Fp8Entry.h"
 
+#include <cstring>
 #include <tuple>
 
 using namespace volt;
@@ -68,6 +70,19 @@ namespace dense_gemv_f32 {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace dense_gemv_f32
 
+namespace fp8_gemv_bias {
+#define VOLT_K 528
+#define VOLT_N 40
+#define VOLT_WARPS 2
+#define VOLT_OUT_F32 0
+#define VOLT_HAS_BIAS 1
+#define VOLT_THREADS 64
+#define fp8_gemv fp8_gemv_bias_entry
+#include "fp8_gemv.cu"
+#undef fp8_gemv
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace fp8_gemv_bias
+
 namespace gemm_parts {
 // K % 64 == 16 (a partial last step), N not a multiple of the tile.
 #define VOLT_K 336
@@ -123,6 +138,21 @@ namespace dense_gemm_f32 {
 #undef dense_gemm
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace dense_gemm_f32
+
+namespace fp8_gemm_f32 {
+#define VOLT_K 208
+#define VOLT_N 130
+#define VOLT_TILE_M 32
+#define VOLT_TILE_N 64
+#define VOLT_STAGES 2
+#define VOLT_OUT_F32 1
+#define VOLT_HAS_BIAS 0
+#define VOLT_THREADS 64
+#define fp8_gemm fp8_gemm_f32_entry
+#include "fp8_gemm.cu"
+#undef fp8_gemm
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace fp8_gemm_f32
 
 namespace moe_gemv_gate_up {
 #define VOLT_K 256
@@ -239,7 +269,12 @@ struct LinearCase {
   int64_t k = 0, n = 0;
   std::vector<uint32_t> parts;
   bool silu = false, bias = false, outF32 = false;
+  /// A Linear over FP8 E4M3 rows with row scales (nvfp4 false).
+  bool fp8 = false;
 };
+
+using testing::Fp8Entry;
+using testing::randomFp8;
 
 /// Runs a QLinear or Linear through `entry` and compares with the cpu op.
 void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
@@ -266,6 +301,7 @@ void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
   OperandInfo x = operand(OperandKind::Arena, 0), w = operand(OperandKind::Weight, 0),
               b = operand(OperandKind::Weight, 1), out = operand(OperandKind::Arena, 1);
   w.nvfp4 = c.nvfp4;
+  w.fp8 = c.fp8;
   w.shape = {c.n, c.k};
   w.partRows = c.parts;
   for (size_t p = 0; p < std::max<size_t>(1, c.parts.size()); ++p)
@@ -281,6 +317,7 @@ void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
   std::vector<uint16_t> bias = randomHalves(rng, static_cast<size_t>(c.n), 0.1f);
   Nvfp4Entry q = randomNvfp4(rng, {c.n, c.k});
   std::vector<uint16_t> dense = randomHalves(rng, static_cast<size_t>(c.n * c.k), 0.05f);
+  Fp8Entry fp8 = randomFp8(rng, c.n, c.k);
   const int64_t columns = c.silu ? c.n / 2 : c.n;
   const size_t outElems = static_cast<size_t>(tokens * columns);
   std::vector<float> gpuF32(outElems, -1.0f), cpuF32(outElems);
@@ -298,6 +335,10 @@ void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
     p.epilogue = c.silu ? cpu::Epilogue::SiluMul : cpu::Epilogue::None;
     cpu::qlinear(p, xs.data(), {q.packed(), q.scales(), c.n, c.k}, c.bias ? bias.data() : nullptr,
                  c.outF32 ? static_cast<void *>(cpuF32.data()) : cpuF16.data(), pool);
+  } else if (c.fp8) {
+    cpu::fp8Linear({tokens, c.k, c.n, c.outF32 ? cpu::DType::F32 : cpu::DType::F16}, xs.data(),
+                   fp8.matrix(), c.bias ? bias.data() : nullptr,
+                   c.outF32 ? static_cast<void *>(cpuF32.data()) : cpuF16.data(), pool);
   } else {
     cpu::linear({tokens, c.k, c.n, c.outF32 ? cpu::DType::F32 : cpu::DType::F16}, xs.data(),
                 dense.data(), c.bias ? bias.data() : nullptr,
@@ -308,7 +349,9 @@ void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
   m.tokens = tokens;
   m.seqs = 1;
   m.bind(x, xs.data());
-  m.bind(w, c.nvfp4 ? static_cast<const void *>(q.bytes.data()) : dense.data());
+  m.bind(w, c.nvfp4 ? static_cast<const void *>(q.bytes.data())
+            : c.fp8  ? static_cast<const void *>(fp8.bytes.data())
+                     : dense.data());
   m.bind(b, bias.data());
   m.bind(out, c.outF32 ? static_cast<void *>(gpuF32.data()) : gpuF16.data());
   run(launch, m, entry);
@@ -325,8 +368,9 @@ void checkLinear(const LinearCase &c, int tokens, const Variant &variant,
     }
     for (int64_t i = 0; i < c.k; ++i) {
       double xv = halfToFloat(xs[static_cast<size_t>(t * c.k + i)]);
-      double wv =
-          c.nvfp4 ? q.weight(row, i) : halfToFloat(dense[static_cast<size_t>(row * c.k + i)]);
+      double wv = c.nvfp4 ? q.weight(row, i)
+                  : c.fp8 ? fp8.weight(row, i)
+                          : halfToFloat(dense[static_cast<size_t>(row * c.k + i)]);
       e.y += xv * wv * g;
       e.abs += std::fabs(xv * wv * g);
     }
@@ -413,6 +457,46 @@ TEST(SimtGemm, DenseGemvF32OutWithBias) {
                 std::apply(dense_gemv_f32_entry,
                            std::tuple{a.pointer<const u16>(), a.pointer<const u16>(),
                                       a.pointer<const u16>(), a.pointer<void>(), a.i32()});
+              });
+}
+
+// FP8 E4M3 rows: K past the last whole warp chunk (528 = 8 x 64 + 16,
+// split over two warps), a bias, every token count a GEMV serves.
+TEST(SimtGemm, Fp8GemvEveryTokenCountWithBias) {
+  LinearCase c{false, 528, 40, {}, false, true, false, true};
+  for (int tokens = 1; tokens <= 8; ++tokens) {
+    SCOPED_TRACE(tokens);
+    checkLinear(c, tokens, gemv("fp8_gemv"),
+                {{"k", 528}, {"n", 40}, {"warps", 2}, {"silu", 0}, {"out_f32", 0},
+                 {"has_bias", 1}},
+                64, [](Args &a) {
+                  using namespace fp8_gemv_bias;
+                  std::apply(fp8_gemv_bias_entry,
+                             std::tuple{a.pointer<const u16>(), a.pointer<const u8>(),
+                                        a.pointer<const float>(), a.pointer<const u16>(),
+                                        a.pointer<void>(), a.i32()});
+                });
+  }
+}
+
+// Ragged tiles (130 rows over tiles of 64, 33 tokens over 32) and K not a
+// multiple of the 64-deep step (208).
+TEST(SimtGemm, Fp8GemmRaggedTilesAndPartialK) {
+  LinearCase c{false, 208, 130, {}, false, false, true, true};
+  checkLinear(c, 33, gemm("fp8_gemm", 32, 64, 2),
+              {{"k", 208},
+               {"n", 130},
+               {"tile_m", 32},
+               {"tile_n", 64},
+               {"stages", 2},
+               {"silu", 0},
+               {"out_f32", 1},
+               {"has_bias", 0}},
+              64, [](Args &a) {
+                using namespace fp8_gemm_f32;
+                std::apply(fp8_gemm_f32_entry,
+                           std::tuple{a.pointer<const u16>(), a.pointer<const u8>(),
+                                      a.pointer<const float>(), a.pointer<void>(), a.i32()});
               });
 }
 

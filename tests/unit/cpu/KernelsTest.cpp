@@ -1,6 +1,7 @@
 // The inner loops the ops are built from: exact conversions, the documented
 // summation order, and NVFP4 decoding against runtime/numerics.
 #include "runtime/cpu/Kernels.h"
+#include "runtime/numerics/Nvfp4.h"
 
 #include "TestUtil.h"
 
@@ -169,6 +170,18 @@ struct BlockWeights {
         detail::decodeNvfp4Row(packed.data() + r * cols / 2, scales.data() + r * cols / 16, cols,
                                decoded.data() + r * cols);
       break;
+    case detail::WeightRows::Format::Fp8:
+      // Every finite E4M3 code of both signs (0x7F and 0xFF are NaN);
+      // dotBlock reads them as their values x 2^-8.
+      packed.resize(n);
+      for (auto &b : packed) {
+        b = static_cast<uint8_t>(rng());
+        if ((b & 0x7F) == 0x7F)
+          b &= 0xFE;
+      }
+      for (size_t i = 0; i < n; ++i)
+        decoded[i] = std::ldexp(nvfp4::decodeE4M3(packed[i]), -8);
+      break;
     }
   }
 
@@ -178,6 +191,8 @@ struct BlockWeights {
       return detail::WeightRows::f32(f32.data(), cols);
     case detail::WeightRows::Format::F16:
       return detail::WeightRows::f16(f16.data(), cols);
+    case detail::WeightRows::Format::Fp8:
+      return detail::WeightRows::fp8(packed.data(), cols);
     case detail::WeightRows::Format::Nvfp4:
       break;
     }
@@ -201,7 +216,7 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
     if (path < static_cast<int>(limit))
       std::printf("dotBlock: this CPU has no %s path; checked its best below it\n",
                   limit == Path::Avx512 ? "AVX-512" : "AVX2");
-    for (Format format : {Format::F32, Format::F16, Format::Nvfp4}) {
+    for (Format format : {Format::F32, Format::F16, Format::Nvfp4, Format::Fp8}) {
       std::vector<int64_t> lengths = {16, 64, 1040};
       if (format != Format::Nvfp4)
         lengths = {1, 15, 16, 37, 100, 1041};

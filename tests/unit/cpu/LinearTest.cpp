@@ -1,6 +1,7 @@
 // Linear and QLinear against double-precision matrix products; QLinear's
 // weights are dequantized with runtime/numerics (quantize + dequantizeRow).
 #include "runtime/cpu/Linear.h"
+#include "runtime/numerics/Nvfp4.h"
 
 #include "TestUtil.h"
 
@@ -73,6 +74,47 @@ TEST(Linear, MatchesDoubleForOddShapesBiasAndOutputTypes) {
                              std::to_string(tokens));
           }
         }
+      }
+    }
+  }
+}
+
+// FP8 rows: out = dot(x, e4m3 row) * its scale + bias, the scale applied
+// to the FP32 sum once (one more rounding in the bound); every E4M3 code of
+// both signs; the same bits with 1 and 3 threads.
+TEST(Linear, Fp8RowsMatchDoubleAndEveryThreadCount) {
+  std::mt19937 rng(21);
+  ThreadPool one(1), three(3);
+  for (int64_t k : {1, 7, 16, 100, 257}) {
+    for (int64_t n : {1, 5, 17, 40}) {
+      for (int64_t tokens : {1, 3, 9}) {
+        std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+        std::vector<uint16_t> bias = randomHalf(static_cast<size_t>(n), rng);
+        std::vector<uint8_t> bytes(static_cast<size_t>(n * k));
+        for (auto &b : bytes) {
+          b = static_cast<uint8_t>(rng());
+          if ((b & 0x7F) == 0x7F)
+            b &= 0xFE;
+        }
+        std::vector<float> scales(static_cast<size_t>(n));
+        std::uniform_real_distribution<float> scale(1e-4f, 1e-2f);
+        for (float &v : scales)
+          v = scale(rng);
+        std::vector<double> w(bytes.size());
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t i = 0; i < k; ++i)
+            w[static_cast<size_t>(r * k + i)] =
+                static_cast<double>(nvfp4::decodeE4M3(bytes[static_cast<size_t>(r * k + i)])) *
+                scales[static_cast<size_t>(r)];
+        Expected e = referenceGemm(toDouble(x), w, toDouble(bias), tokens, k, n, true);
+        std::vector<float> out1(static_cast<size_t>(tokens * n)), out3(out1.size());
+        const Fp8Matrix m{bytes.data(), scales.data(), n, k};
+        fp8Linear({tokens, k, n, DType::F32}, x.data(), m, bias.data(), out1.data(), one);
+        fp8Linear({tokens, k, n, DType::F32}, x.data(), m, bias.data(), out3.data(), three);
+        expectOutput(out1.data(), DType::F32, e,
+                     "K " + std::to_string(k) + " N " + std::to_string(n) + " T " +
+                         std::to_string(tokens));
+        ASSERT_EQ(out1, out3);
       }
     }
   }

@@ -124,6 +124,43 @@ TEST(SyntheticWeights, FillCoversEveryEntryOnceWithinItsPattern) {
   }
 }
 
+// A plan with FP8 rows (NVIDIA's mixed NVFP4 + FP8 layout): each FP8 entry
+// is its E4M3 codes (never NaN, below 2 in magnitude) up to its row scales
+// and small FP32 scales after them.
+TEST(SyntheticWeights, Fp8EntriesGetFiniteCodesAndSmallRowScales) {
+  volt::testing::PlanRequest r;
+  r.family = "qwen3.5-moe";
+  r.format = mkmodel::Format::ModelOptMixed;
+  r.target = "v100-pcie-16gb";
+  r.maxNumSeqs = 8;
+  r.maxNumBatchedTokens = 64;
+  r.extra = "gpu_memory_utilization: 0.1\n";
+  auto loaded = plan::LoadedPlan::load(volt::testing::compilePlan(r));
+  ASSERT_TRUE(loaded.ok()) << loaded.message();
+  const plan::Rank &rank = *(*loaded)->plan().ranks()->Get(0);
+  const uint64_t period = 4096;
+  SyntheticFill fill = syntheticFill(rank, period);
+  const uint8_t *codes = fill.patterns.data() + fill.patternOffset(SyntheticKind::Fp8Codes);
+  for (uint64_t i = 0; i < period; ++i)
+    ASSERT_EQ(codes[i] & 0x40, 0) << "code " << i << " is " << int(codes[i]);
+  size_t fp8 = 0;
+  for (const plan::WeightEntry *w : *rank.weights()) {
+    if (w->layout() != plan::WeightLayout::Fp8RowScaled)
+      continue;
+    ++fp8;
+    uint64_t codeBytes = 0, scaleBytes = 0;
+    for (const SyntheticCopy &c : fill.copies) {
+      if (c.to >= w->offset() && c.to < w->offset() + w->scales_offset())
+        codeBytes += c.kind == SyntheticKind::Fp8Codes ? c.bytes : 0;
+      else if (c.to >= w->offset() + w->scales_offset() && c.to < w->offset() + w->bytes())
+        scaleBytes += c.kind == SyntheticKind::Float ? c.bytes : 0;
+    }
+    EXPECT_EQ(codeBytes, w->scales_offset()) << entryName(*w);
+    EXPECT_EQ(scaleBytes, w->bytes() - w->scales_offset()) << entryName(*w);
+  }
+  EXPECT_GT(fp8, 0u) << "the plan has no FP8 entry to check";
+}
+
 TEST(SyntheticWeights, BackendFillsEveryEntryAndRunsSteps) {
   Harness h;
   const uint64_t packBytes = h.plan->plan().ranks()->Get(0)->pack()->bytes();

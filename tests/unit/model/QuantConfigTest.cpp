@@ -245,6 +245,40 @@ TEST(QuantConfig, ModelOptFp8) {
   EXPECT_EQ(q->formatOf("lm_head"), LayerFormat::Unquantized);
 }
 
+// Which FP8 is scaled per 128 x 128 block (kept dense in FP16) rather than
+// per tensor or per row (kept as E4M3 rows), by each claim.
+TEST(QuantConfig, Fp8BlockScalingByClaim) {
+  auto mixed = load(json::object(), R"({"quantization": {"quant_algo": "MIXED_PRECISION",
+    "quantized_layers": {
+      "model.layers.0.self_attn": {"quant_algo": "FP8"},
+      "model.layers.1.self_attn": {"quant_algo": "FP8_PB_WO"}}}})");
+  ASSERT_TRUE(mixed.ok()) << mixed.message();
+  EXPECT_FALSE(mixed->fp8BlockScaled("model.layers.0.self_attn.q_proj"));
+  EXPECT_TRUE(mixed->fp8BlockScaled("model.layers.1.self_attn.q_proj"));
+  EXPECT_FALSE(mixed->fp8BlockScaled("model.layers.2.self_attn.q_proj"));
+  for (const char *algo : {"FP8", "FP8_PER_CHANNEL_PER_TOKEN"}) {
+    auto q = load(json::object(), std::string(R"({"quantization": {"quant_algo": ")") + algo +
+                                      R"("}})");
+    ASSERT_TRUE(q.ok()) << q.message();
+    EXPECT_FALSE(q->fp8BlockScaled("model.layers.0.mlp.down_proj")) << algo;
+  }
+  auto blocks = load(json::object(), R"({"quantization": {"quant_algo": "FP8_BLOCK_SCALES"}})");
+  ASSERT_TRUE(blocks.ok()) << blocks.message();
+  EXPECT_TRUE(blocks->fp8BlockScaled("model.layers.0.mlp.down_proj"));
+  for (const char *strategy : {"channel", "tensor"}) {
+    auto q = load(compressedTensorsFp8(strategy));
+    ASSERT_TRUE(q.ok()) << q.message();
+    EXPECT_FALSE(q->fp8BlockScaled("model.layers.0.self_attn.o_proj")) << strategy;
+  }
+  auto ct = load(compressedTensorsFp8("block", {128, 128}));
+  ASSERT_TRUE(ct.ok()) << ct.message();
+  EXPECT_TRUE(ct->fp8BlockScaled("model.layers.0.self_attn.o_proj"));
+  auto method = load({{"quantization_config",
+                       {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}}}});
+  ASSERT_TRUE(method.ok()) << method.message();
+  EXPECT_TRUE(method->fp8BlockScaled("model.layers.0.self_attn.o_proj"));
+}
+
 TEST(QuantConfig, MixedPrecisionErrorsNameTheLayer) {
   auto q = load(json::object(), R"({"quantization": {"quant_algo": "MIXED_PRECISION"}})");
   ASSERT_FALSE(q.ok());

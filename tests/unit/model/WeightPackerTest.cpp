@@ -269,6 +269,66 @@ TEST_F(WeightPacker, Fp8TimesItsScalePerTensorRowAndBlock) {
       << absent.message();
 }
 
+// FP8 rows: the E4M3 bytes as they are, then at scalesOffset one F32
+// scale per row (the per-tensor scale repeated; this rank's rows of a
+// per-row scale); a block-scaled tensor is refused for this layout.
+TEST_F(WeightPacker, Fp8RowsKeepTheBytesAndAScalePerRow) {
+  auto packBytes = [&](const WeightSpec &spec, int rank,
+                       PackedEntry &entry) -> Result<std::string> {
+    auto path = dir_ / ("fp8rank" + std::to_string(rank) + ".bin");
+    VOLT_ASSIGN_OR_RETURN(PackResult r, writePack(*ckpt_, {spec}, rank, path));
+    entry = r.entries[0];
+    return model::testing::slurp(path).substr(r.entries[0].offset, r.entries[0].bytes);
+  };
+  auto scalesOf = [](const std::string &bytes, uint64_t offset, size_t rows) {
+    std::vector<float> v(rows);
+    std::memcpy(v.data(), bytes.data() + offset, rows * 4);
+    return v;
+  };
+  WeightSpec s = spec({"f8.weight", "f8.weight"}, {4, 4}, {8, 2}, {});
+  s.fp8 = true;
+  s.elementBytes = 1;
+  s.scaleNames = {"f8.weight_scale", "f8.row_scale"};
+  PackedEntry e;
+  auto both = packBytes(s, 0, e);
+  ASSERT_TRUE(both) << both.message();
+  EXPECT_EQ(e.scalesOffset, 256u);
+  EXPECT_EQ(e.bytes, entryBytes(s));
+  EXPECT_EQ(both->substr(0, 16), std::string("\x38\x3C\x38\x3C\x38\x3C\x38\x3C"
+                                             "\x38\x3C\x38\x3C\x38\x3C\x38\x3C",
+                                             16));
+  EXPECT_EQ(scalesOf(*both, e.scalesOffset, 8),
+            (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f, 1, 2, 3, 4}));
+
+  // Rows split over two ranks: rank 1 holds rows 2 and 3 of each part.
+  s.partRows = {2, 2};
+  s.shape = {4, 2};
+  s.shards = {{0, 2, 1}};
+  auto rank1 = packBytes(s, 1, e);
+  ASSERT_TRUE(rank1) << rank1.message();
+  EXPECT_EQ(scalesOf(*rank1, e.scalesOffset, 4), (std::vector<float>{0.5f, 0.5f, 3, 4}));
+
+  WeightSpec block = spec({"f8big.weight"}, {130}, {130, 2}, {});
+  block.fp8 = true;
+  block.elementBytes = 1;
+  block.scaleNames = {"f8big.weight_scale_inv"};
+  auto refused = packBytes(block, 0, e);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.message().find("scales 128 x 128 blocks, but the plan keeps this entry as "
+                                   "FP8 rows"),
+            std::string::npos)
+      << refused.message();
+  WeightSpec dense = spec({"m.weight"}, {4}, {4, 16}, {});
+  dense.fp8 = true;
+  dense.elementBytes = 1;
+  dense.scaleNames = {"f8.weight_scale"};
+  auto notFp8 = packBytes(dense, 0, e);
+  ASSERT_FALSE(notFp8);
+  EXPECT_NE(notFp8.message().find("the plan keeps this entry as FP8 E4M3 rows"),
+            std::string::npos)
+      << notFp8.message();
+}
+
 TEST_F(WeightPacker, WrongViewsAreRefusedByName) {
   // Rows past the tensor's end.
   WeightSpec past = spec({"flat"}, {4}, {4, 2}, {{-1, 8, 0, 1, 10}});

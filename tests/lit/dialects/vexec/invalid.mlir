@@ -101,9 +101,18 @@ func.func @unknown_output() {
 // -----
 
 func.func @weight_layout() {
-  // expected-error @+1 {{unknown layout 'nvfp8' (valid: dense, nvfp4)}}
+  // expected-error @+1 {{unknown layout 'nvfp8' (valid: dense, nvfp4, fp8)}}
   %w = vexec.weight {name = "w", names = ["w"], part_rows = array<i64: 8>, layout = "nvfp8",
       dtype = ui8, shape = array<i64: 8, 16>} : !vexec.buffer
+  return
+}
+
+// -----
+
+func.func @fp8_weight_without_scales() {
+  // expected-error @+1 {{an fp8 weight needs scale_names and no experts}}
+  %w = vexec.weight {name = "w", names = ["w"], part_rows = array<i64: 8>, layout = "fp8",
+      dtype = f8E4M3FN, shape = array<i64: 8, 16>} : !vexec.buffer
   return
 }
 

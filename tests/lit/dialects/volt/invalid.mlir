@@ -41,6 +41,22 @@ func.func @weight_views_groups() {
 
 // -----
 
+func.func @weight_fp8_rows_without_scales() {
+  // expected-error @+1 {{has fp8_rows but not a scale for every name}}
+  %w = volt.weight {names = ["a", "b"], part_rows = array<i64: 4, 4>, scale_names = ["a_scale", ""], fp8_rows} : tensor<8x16xf16>
+  return
+}
+
+// -----
+
+func.func @weight_fp8_rows_of_experts() {
+  // expected-error @+1 {{has fp8_rows with experts or add_one}}
+  %w = volt.weight {names = ["a", "b"], part_rows = array<i64: 8>, experts = 2 : i64, scale_names = ["a_scale", "b_scale"], fp8_rows} : tensor<2x8x16xf16>
+  return
+}
+
+// -----
+
 func.func @nvfp4_scales() {
   // expected-error @+1 {{must have one scale per 16 of the 64 columns}}
   %p, %s = volt.nvfp4_weight {names = ["a"], part_rows = array<i64: 8>, global_scales = array<f32: 1.0>}

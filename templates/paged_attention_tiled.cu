@@ -68,8 +68,16 @@ constexpr int kDim = VOLT_HEAD_DIM;
 constexpr int kGroup = VOLT_HEADS / VOLT_KV_HEADS;
 constexpr int kRows = VOLT_QUERY_TILE;
 constexpr int kKeys = VOLT_KEY_TILE;
-constexpr int kWarps = kRows / 16;
+/// Heads wider than 128 (Qwen3.5/3.6's 256) split their dimensions over two
+/// warps per 16 rows: a thread keeping all of O's 256 columns would need
+/// 128 accumulators and spill. Each warp of a pair sums Q K^T over its half
+/// of the dimensions; the two partial scores meet in shared memory and both
+/// warps add them in the same order, so their softmax statistics agree.
+constexpr int kDimSplit = kDim > 128 ? 2 : 1;
+constexpr int kRowWarps = kRows / 16;
+constexpr int kWarps = kRowWarps * kDimSplit;
 constexpr int kThreads = kWarps * 32;
+constexpr int kPartDim = kDim / kDimSplit;
 /// Tokens per tile (their rows; the rest of the tile is empty).
 constexpr int kTileTokens = kRows / kGroup;
 constexpr int kRow = (VOLT_HEADS + 2 * VOLT_KV_HEADS) * kDim;
@@ -78,7 +86,8 @@ static_assert(VOLT_HEADS % VOLT_KV_HEADS == 0, "query heads must be a multiple o
 static_assert(kDim % 16 == 0, "HEAD_DIM must be a multiple of 16");
 static_assert(kRows % 16 == 0 && kKeys % 16 == 0, "tiles of whole 16 x 16 units");
 static_assert(kGroup <= kRows, "a tile holds at least one token's group");
-static_assert(VOLT_THREADS == kThreads, "one warp per 16 query rows");
+static_assert(VOLT_THREADS == kThreads, "one warp per 16 query rows (two past 128 dims)");
+static_assert(kPartDim % 16 == 0 && kPartDim <= 128, "HEAD_DIM at most 256");
 
 constexpr int kQStride = kDim + 8;
 constexpr int kKStride = kDim + 8;
@@ -87,15 +96,19 @@ constexpr int kVStride = kKeys + 8;
 constexpr int kQHalves = kRows * kQStride;
 constexpr int kKHalves = kKeys * kKStride > kRows *kPStride ? kKeys *kKStride : kRows *kPStride;
 constexpr int kVHalves = kDim * kVStride;
+/// Split dimensions: each warp's partial scores, [part][row][key] in FP32.
+constexpr int kSStride = kKeys + 1;
+constexpr int kSPartFloats = kDimSplit > 1 ? kDimSplit * kRows * kSStride : 0;
 /// Dynamic shared memory of a block.
-constexpr int kSharedBytes = 2 * (kQHalves + kKHalves + kVHalves);
+constexpr int kSharedBytes = 2 * (kQHalves + kKHalves + kVHalves) + 4 * kSPartFloats;
 
 /// 16-byte segments (8 halves) of a row, and of a key tile.
 constexpr int kSegments = kDim / 8;
 constexpr int kTileSegments = kKeys * kSegments;
 constexpr int kLoads = (kTileSegments + kThreads - 1) / kThreads;
 constexpr int kKeyUnits = kKeys / 16;
-constexpr int kDimUnits = kDim / 16;
+/// O's 16-column units a warp holds (its part of the dimensions).
+constexpr int kDimUnits = kPartDim / 16;
 
 /// Extra blocks for split chunks (0: no split).
 constexpr int kPool = VOLT_MAX_SPLITS > 1 ? VOLT_MAX_SPLITS : 0;
@@ -184,6 +197,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   __shared__ Tile sharedTile;
   __shared__ int last;
   u16 *qs = shared, *ks = shared + kQHalves, *vs = shared + kQHalves + kKHalves;
+  float *sPart = reinterpret_cast<float *>(shared + kQHalves + kKHalves + kVHalves);
   const int lane = static_cast<int>(laneId()), warp = threadIdx.x / 32;
   const int kvHead = blockIdx.y;
   if (warp == 0) {
@@ -288,12 +302,15 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
   // its warp's 16 and columns 8 (q >> 1) of each 16-column unit.
   const int quadPair = (lane >> 2) & 3;
   const int inPair = (lane & 3) + ((lane >> 4) << 2);
-  const int rowBase = warp * 16;
-  const u16 *qFrag = qs + (rowBase + (quadPair & 1) * 8 + inPair) * kQStride;
-  const u16 *kFrag = ks + ((quadPair >> 1) * 8 + inPair) * kKStride;
+  // Warp w holds rows 16 (w % kRowWarps) and dimensions kPartDim (w /
+  // kRowWarps) (all of them without a split).
+  const int rowBase = (warp % kRowWarps) * 16, dimPart = warp / kRowWarps;
+  const int dimBase = dimPart * kPartDim;
+  const u16 *qFrag = qs + (rowBase + (quadPair & 1) * 8 + inPair) * kQStride + dimBase;
+  const u16 *kFrag = ks + ((quadPair >> 1) * 8 + inPair) * kKStride + dimBase;
   u16 *ps = ks;
   const u16 *pFrag = ps + (rowBase + (quadPair & 1) * 8 + inPair) * kPStride;
-  const u16 *vFrag = vs + ((quadPair >> 1) * 8 + inPair) * kVStride;
+  const u16 *vFrag = vs + (dimBase + (quadPair >> 1) * 8 + inPair) * kVStride;
   // This lane's accumulator rows: element i is on row[(i >> 1) & 1], at
   // column unit * 16 + colBase + mmaCol(lane, i).
   const int row[2] = {rowBase + (quadPair & 1) * 8 + mmaRow(lane, 0),
@@ -332,7 +349,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         for (int i = 0; i < 8; ++i)
           s[u][i] = 0.0f;
 #pragma unroll
-      for (int k = 0; k < kDim; k += 4) {
+      for (int k = 0; k < kPartDim; k += 4) {
         const u32 *a = reinterpret_cast<const u32 *>(qFrag + k);
         const u32 a0 = a[0], a1 = a[1];
 #pragma unroll
@@ -341,6 +358,30 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
           mma884(s[u], a0, a1, b[0], b[1]);
         }
       }
+    }
+    if (kDimSplit > 1) {
+      // Each warp's partial scores, then both parts added in part order.
+      if (active)
+#pragma unroll
+        for (int u = 0; u < kKeyUnits; ++u)
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            sPart[(dimPart * kRows + row[(i >> 1) & 1]) * kSStride + u * 16 + colBase +
+                  mmaCol(lane, i)] = s[u][i];
+      __syncthreads();
+      if (active)
+#pragma unroll
+        for (int u = 0; u < kKeyUnits; ++u)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const int at = row[(i >> 1) & 1] * kSStride + u * 16 + colBase + mmaCol(lane, i);
+            float sum = sPart[at];
+            for (int p = 1; p < kDimSplit; ++p)
+              sum += sPart[p * kRows * kSStride + at];
+            s[u][i] = sum;
+          }
+    }
+    if (active) {
       // Scaled, masked scores; the tile's row maxima over the 4 lanes that
       // share a row (lane bits 1 and 3 pick the columns).
       float tileMax[2] = {kLowest, kLowest};
@@ -378,7 +419,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         }
     }
     __syncthreads(); // K_j (S) and V_(j-1) (the last PV) are read
-    if (active) {
+    if (active && dimPart == 0) { // the pair's warps hold the same P
 #pragma unroll
       for (int u = 0; u < kKeyUnits; ++u)
 #pragma unroll
@@ -426,7 +467,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         if (row[r] >= validRows)
           continue;
         const int t = tile.first + row[r] / kGroup, head = kvHead * kGroup + row[r] % kGroup;
-        const int d = u * 16 + colBase + mmaCol(lane, i);
+        const int d = dimBase + u * 16 + colBase + mmaCol(lane, i);
         *reinterpret_cast<u32 *>(out + static_cast<i64>(t) * VOLT_HEADS * kDim + head * kDim + d) =
             packHalves(o[u][i] / l[r], o[u][i + 1] / l[r]);
       }
@@ -445,9 +486,9 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     for (int i = 0; i < 8; ++i) {
       const int r = (i >> 1) & 1;
       if (row[r] < validRows)
-        record[row[r] * kHeadRecord + u * 16 + colBase + mmaCol(lane, i)] = o[u][i];
+        record[row[r] * kHeadRecord + dimBase + u * 16 + colBase + mmaCol(lane, i)] = o[u][i];
     }
-  if ((lane & 2) == 0 && colBase == 0)
+  if ((lane & 2) == 0 && colBase == 0 && dimPart == 0)
     for (int r = 0; r < 2; ++r)
       if (row[r] < validRows) {
         record[row[r] * kHeadRecord + kDim] = m[r];

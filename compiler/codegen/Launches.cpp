@@ -77,19 +77,6 @@ size_t KernelRegistry::add(const KernelRequest &request) {
   return requests_.size() - 1;
 }
 
-TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int64_t headDim) {
-  TiledAttentionShape s;
-  s.queryTile = std::clamp<int64_t>(queryTile / 16 * 16, 16, 128);
-  s.keyTile = std::clamp<int64_t>(keyTile / 16 * 16, 16, 128);
-  // Q, K (or P, which shares its buffer) and V^T, rows padded by 8 halves
-  // (templates/paged_attention_tiled.cu).
-  const int64_t q = s.queryTile * (headDim + 8);
-  const int64_t k = std::max(s.keyTile * (headDim + 8), s.queryTile * (s.keyTile + 8));
-  const int64_t vt = headDim * (s.keyTile + 8);
-  s.sharedBytes = static_cast<uint64_t>(2 * (q + k + vt));
-  return s;
-}
-
 uint64_t fp8ScalesOffset(const std::vector<int64_t> &shape) {
   uint64_t elements = 1;
   for (int64_t d : shape)

@@ -179,19 +179,10 @@ using kernels::AttentionSplit;
 using kernels::attentionSplit;
 using kernels::kMaxAttentionSplits;
 
-/// The largest head_dim the tensor-core attention serves: each thread keeps
-/// head_dim / 2 FP32 accumulators of O.
-constexpr int64_t kTiledAttentionMaxHeadDim = 128;
-
-/// The tile of templates/paged_attention_tiled.cu: `queryTile` query rows
-/// ((token, query head) pairs of one kv head) against `keyTile` keys at a
-/// time, both rounded down to multiples of 16 (16..128), and the dynamic
-/// shared memory a block needs.
-struct TiledAttentionShape {
-  int64_t queryTile = 0, keyTile = 0;
-  uint64_t sharedBytes = 0;
-};
-TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile, int64_t headDim);
+/// The tensor-core attention's shape rule (dialects/Transforms/KernelRules.h).
+using kernels::kTiledAttentionMaxHeadDim;
+using kernels::TiledAttentionShape;
+using kernels::tiledAttentionShape;
 
 /// The chunked Gated DeltaNet kernel's shape rule.
 using kernels::GatedDeltaChunkedShape;

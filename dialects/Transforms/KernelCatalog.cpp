@@ -106,15 +106,19 @@ int64_t maxNumSeqs(Operation *op) {
 /// chunks, whose tokens read the same keys: paged_attention_tiled runs
 /// them on tensor cores, 64 query rows ((token, query head) pairs of one
 /// kv head) against 32 keys at a time (36 KiB of shared memory at head_dim
-/// 128: two blocks per SM, where 64 keys would allow one), and splits long
-/// decodes of those steps as paged_attention does. Heads it cannot serve
-/// keep paged_attention at every size.
-SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a) {
-  constexpr int64_t kQueryTile = 64, kKeyTile = 32, kMaxTiledHeadDim = 128;
+/// 128: two blocks per SM, where 64 keys would allow one; 86 KiB at 256,
+/// two warps per 16 rows), and splits long decodes of those steps as
+/// paged_attention does. Heads it cannot serve, and SKUs whose shared
+/// memory the tile does not fit, keep paged_attention at every size.
+SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a, const TargetInfo &t) {
+  constexpr int64_t kQueryTile = 64, kKeyTile = 32;
   const int64_t headDim = a.getHeadDim();
   const int64_t group = a.getNumKvHeads() > 0 ? a.getNumHeads() / a.getNumKvHeads() : 0;
   const bool tiled =
-      headDim % 16 == 0 && headDim <= kMaxTiledHeadDim && group >= 1 && group <= kQueryTile;
+      headDim % 16 == 0 && headDim <= kTiledAttentionMaxHeadDim && group >= 1 &&
+      group <= kQueryTile &&
+      tiledAttentionShape(kQueryTile, kKeyTile, headDim).sharedBytes <=
+          static_cast<uint64_t>(t.sharedMemoryPerBlockOptinBytes);
   SmallVector<Variant> v = {{tiled ? maxNumSeqs(a) : kAnyTokens,
                              "paged_attention",
                              {{"head_dim", headDim}, {"split_k_tokens", 512}}}};
@@ -171,7 +175,7 @@ ArrayAttr select(Builder &b, Operation *op, const TargetInfo &t) {
           .Case<MoeExpertsOp>([&](MoeExpertsOp m) {
             return gemmVariants(t, "dense_moe_gemv", "dense_moe_gemm", lastDim(m.getResult()));
           })
-          .Case<AttentionOp>([&](AttentionOp a) { return attentionVariants(a); })
+          .Case<AttentionOp>([&](AttentionOp a) { return attentionVariants(a, t); })
           .Case<GatedDeltaRuleOp>(
               [&](GatedDeltaRuleOp g) { return gatedDeltaRuleVariants(g, t); })
           .Case<AllReduceOp, AllGatherOp>([&](Operation *) {

@@ -45,6 +45,38 @@ inline AttentionSplit attentionSplit(int64_t splitKTokens, int64_t maxContext, i
   return s;
 }
 
+/// The largest head_dim the tensor-core attention serves: a warp keeps 16
+/// rows of O over at most 128 dimensions (head_dim / 2 FP32 accumulators
+/// per thread); past 128 two warps share the rows, a half each.
+inline constexpr int64_t kTiledAttentionMaxHeadDim = 256;
+
+/// The tile of templates/paged_attention_tiled.cu: `queryTile` query rows
+/// ((token, query head) pairs of one kv head) against `keyTile` keys at a
+/// time, both rounded down to multiples of 16 (16..128), the warps that
+/// share a row's dimensions, the block's threads and its dynamic shared
+/// memory.
+struct TiledAttentionShape {
+  int64_t queryTile = 0, keyTile = 0, dimSplit = 1, threads = 0;
+  uint64_t sharedBytes = 0;
+};
+
+inline TiledAttentionShape tiledAttentionShape(int64_t queryTile, int64_t keyTile,
+                                               int64_t headDim) {
+  TiledAttentionShape s;
+  s.queryTile = std::clamp<int64_t>(queryTile / 16 * 16, 16, 128);
+  s.keyTile = std::clamp<int64_t>(keyTile / 16 * 16, 16, 128);
+  s.dimSplit = headDim > 128 ? 2 : 1;
+  s.threads = s.queryTile / 16 * s.dimSplit * 32;
+  // Q, K (or P, which shares its buffer) and V^T, rows padded by 8 halves;
+  // with split dimensions each warp's partial scores in FP32.
+  const int64_t q = s.queryTile * (headDim + 8);
+  const int64_t k = std::max(s.keyTile * (headDim + 8), s.queryTile * (s.keyTile + 8));
+  const int64_t vt = headDim * (s.keyTile + 8);
+  const int64_t partial = s.dimSplit > 1 ? s.dimSplit * s.queryTile * (s.keyTile + 1) : 0;
+  s.sharedBytes = static_cast<uint64_t>(2 * (q + k + vt) + 4 * partial);
+  return s;
+}
+
 /// The chunked Gated DeltaNet kernel (templates/gated_delta_rule_chunked.cu):
 /// tokens per chunk by default, and threads per block.
 inline constexpr int64_t kGatedDeltaChunk = 64;

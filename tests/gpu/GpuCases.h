@@ -71,6 +71,16 @@ inline std::vector<GpuCase> gpuCases() {
       cases.push_back({std::move(op), program, {1, 8, 40, 512}});
     }
   }
+  // Gated attention at Qwen3.6-35B-A3B's shapes (16 / 2 heads of 256, TP 1):
+  // decodes on paged_attention, prefill chunks on paged_attention_tiled
+  // with two warps per 16 rows.
+  {
+    ModelShape m{"Qwen3.6-35B-A3B", 2048, 16, 2, 256, 248320, 256, 8, 512, 0};
+    codegen::ProgramInfo program = programFor(m, 1);
+    for (ModelOp &op : modelOps(m, 1))
+      if (op.op.kind == plan::OpKind::Attention)
+        cases.push_back({std::move(op), program, {1, 4, 100, 300, 2048}});
+  }
   // An FP8 linear kept as E4M3 with row scales: Qwen3.6-35B-A3B's
   // linear_attn.in_proj_qkv (2,048 -> 8,192), FP8 in NVIDIA's NVFP4 export.
   {

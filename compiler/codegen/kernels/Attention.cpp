@@ -107,7 +107,7 @@ Result<PlannedLaunch> planTiledAttention(LaunchContext &c, const Variant &v) {
                    std::to_string(c.target.sharedMemoryPerBlockOptinBytes));
   KernelRequest r{"paged_attention_tiled",
                   {},
-                  static_cast<uint32_t>(shape.queryTile * 2),
+                  static_cast<uint32_t>(shape.threads),
                   static_cast<uint32_t>(shape.sharedBytes)};
   r.set("heads", p.num_heads).set("kv_heads", p.num_kv_heads).set("head_dim", p.head_dim);
   r.set("block_size", g.kvBlockSize).set("max_blocks", g.maxBlocksPerSeq);

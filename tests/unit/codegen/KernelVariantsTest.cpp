@@ -63,9 +63,10 @@ TEST(KernelVariants, EveryKernelOfTwoModelsCompilesForSm70WithinLimits) {
 
 // The hybrids' own kernels at Qwen3.6-35B-A3B's shapes (tensor_parallel_size
 // 1 and 2): the conv over 8192 channels, the delta rule with a 128 x 128
-// FP32 state column per thread and its chunked form on tensor cores (96.5
+// FP32 state column per thread and its chunked form on tensor cores (94.3
 // KiB of shared memory), partial RoPE of 64 of 256 dims, the output
-// gate, attention at head_dim 256, and the MTP draft program's row copies.
+// gate, attention at head_dim 256 (decode on CUDA cores, prefill on tensor
+// cores, two warps per 16 rows), and the MTP draft program's row copies.
 TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
   VOLT_REQUIRE_NVRTC(nvrtc, 70);
   KernelRegistry registry;
@@ -127,9 +128,7 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
     ap.head_dim = 256;
     attention.params.Set(ap);
     attention.operands = {arena(5), kvCache(2), input(2), input(3), input(4), input(5), arena(6)};
-    plan(attention, {{int64_t{1} << 30,
-                      "paged_attention",
-                      {{"head_dim", 256}, {"split_k_tokens", testing::kSplitKTokens}}}});
+    plan(attention, testing::attentionVariants(256));
     OpInfo hidden{plan::OpKind::GatherHidden, "mtp_hidden_rows", {}, {}};
     plan::GatherHiddenParamsT hp;
     hp.dim = 2048;

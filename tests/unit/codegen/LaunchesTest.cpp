@@ -157,6 +157,14 @@ TEST(Launches, TiledAttentionShapeFollowsTheTile) {
   EXPECT_EQ(tiledAttentionShape(70, 8, 64).queryTile, 64);
   EXPECT_EQ(tiledAttentionShape(70, 8, 64).keyTile, 16);
   EXPECT_EQ(tiledAttentionShape(1000, 1000, 64).queryTile, 128);
+  EXPECT_EQ(a.threads, 128);
+  // Heads of 256: two warps per 16 rows, and their partial scores in FP32
+  // (2 x 64 x 33): 86 KiB, within a V100's 96.
+  const TiledAttentionShape wide = tiledAttentionShape(64, 32, 256);
+  EXPECT_EQ(wide.dimSplit, 2);
+  EXPECT_EQ(wide.threads, 256);
+  EXPECT_EQ(wide.sharedBytes, 2u * (64 * 264 + 32 * 264 + 256 * 40) + 4u * 2 * 64 * 33);
+  EXPECT_LE(wide.sharedBytes, 96u * 1024);
 }
 
 TEST(Launches, AttentionSplitFollowsTheLongestContext) {

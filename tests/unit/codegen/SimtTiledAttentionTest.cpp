@@ -7,7 +7,8 @@
 // to FP16 before P V). Steps mix prefill chunks of 1, 7, 64, 65 and 200
 // tokens, after nothing cached and after hundreds of positions, with
 // decodes and padding tokens, over GQA groups of 1, 2, 3, 4 and 8 and heads
-// of 16, 64 and 128. A plan with both attention variants runs each step on
+// of 16, 64, 128 and 256 (two warps per 16 rows, a half of the dimensions
+// each). A plan with both attention variants runs each step on
 // the one its token count selects: split-K decodes below the threshold,
 // the tiled kernel above.
 //
@@ -128,6 +129,25 @@ namespace tiled_g8 {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace tiled_g8
 
+namespace tiled_d256 {
+// Qwen3.5/3.6's heads of 256 (16 / 2 heads: a group of 8 at one kv head):
+// two warps per 16 rows, each over 128 dimensions; long decodes split.
+#define VOLT_HEADS 8
+#define VOLT_KV_HEADS 1
+#define VOLT_HEAD_DIM 256
+#define VOLT_BLOCK_SIZE 16
+#define VOLT_MAX_BLOCKS 48
+#define VOLT_SPLIT_K_TOKENS 32
+#define VOLT_MAX_SPLITS 24
+#define VOLT_QUERY_TILE 64
+#define VOLT_KEY_TILE 32
+#define VOLT_THREADS 256
+#define paged_attention_tiled tiled_d256_entry
+#include "paged_attention_tiled.cu"
+#undef paged_attention_tiled
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace tiled_d256
+
 namespace tiled_d16 {
 // The synthetic test models' heads of 16.
 #define VOLT_HEADS 4
@@ -225,6 +245,16 @@ const Instance kG8{8,
                    32,
                    {tiled_g8::arrivals, std::size(tiled_g8::arrivals)}};
 const Instance kD16{4, 2, 16, 32, tiled_d16::tiled_d16_entry, 64, 32, tiled_d16::kSharedBytes};
+const Instance kD256{8,
+                     1,
+                     256,
+                     48,
+                     tiled_d256::tiled_d256_entry,
+                     64,
+                     32,
+                     tiled_d256::kSharedBytes,
+                     32,
+                     {tiled_d256::arrivals, std::size(tiled_d256::arrivals)}};
 
 /// One step: per sequence, its new tokens and its context after the step.
 struct Step {
@@ -314,7 +344,9 @@ std::string checkStep(const Instance &inst, const Step &step, std::vector<Varian
     constants.push_back({"split_k_tokens", split.splitTokens});
     constants.push_back({"max_splits", split.maxSplits});
   }
-  expectInstance(request, constants, tiled ? static_cast<uint32_t>(inst.queryTile * 2) : 128);
+  expectInstance(request, constants,
+                 tiled ? static_cast<uint32_t>(inst.queryTile * 2 * (inst.dim > 128 ? 2 : 1))
+                       : 128);
 
   std::vector<uint16_t> gpu(static_cast<size_t>(tokens * heads * dim), 0x7E00), cpuOut(gpu.size());
   cpu::ThreadPool pool(1);
@@ -397,6 +429,7 @@ const std::pair<const char *, const Instance *> kInstances[] = {
     {"Group4Dim64", &kG4},
     {"Group4Dim64Rows32Keys64", &kG4Wide},
     {"Group8Dim128", &kG8},
+    {"Group8Dim256", &kD256},
     {"Group2Dim16", &kD16}};
 
 class SimtTiledAttentionSteps : public ::testing::TestWithParam<size_t> {};
@@ -434,6 +467,7 @@ TEST(SimtTiledAttention, LongDecodesNextToPrefillChunksSplit) {
   // size), and the group of 8 at 128 dimensions.
   checkStep(kG4, {{9, 1}, {9, 512}, {}});
   checkStep(kG8, {{64, 1, 1}, {100, 700, 40}, {}});
+  checkStep(kD256, {{64, 1, 1}, {100, 700, 40}, {}});
 }
 
 TEST(SimtTiledAttention, EachStepRunsTheVariantItsTokenCountSelects) {
@@ -467,7 +501,7 @@ TEST(SimtTiledAttention, PlanningRejectsWhatTheTemplateCannotServe) {
   auto planned = codegen::planLaunches(op, variants, program, codegen::TargetInfo{}, registry);
   ASSERT_FALSE(planned.ok());
   EXPECT_EQ(planned.message(), "op 'attention' (Attention): head_dim 40: paged_attention_tiled "
-                               "serves multiples of 16 up to 128");
+                               "serves multiples of 16 up to 256");
   op.params.AsAttentionParams()->head_dim = program.headDim = 64;
   op.params.AsAttentionParams()->num_heads = 16 * 8;
   program.kvHeads = op.params.AsAttentionParams()->num_kv_heads = 1;

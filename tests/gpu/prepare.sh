@@ -82,21 +82,8 @@ serve="$work/qwen3-30b-a3b"
 "$build/bin/volt-mkmodel" --preset qwen3-30b-a3b --zeros -o "$serve/model" > /dev/null
 "$build/bin/volt-mkmodel" --family qwen3-moe -o "$serve/small" > /dev/null
 cp "$serve/small/tokenizer_config.json" "$serve/model/"
-python3 - "$serve/small/tokenizer.json" "$serve/model/tokenizer.json" 151936 <<'PY'
-import json, sys
-source, target, vocab_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
-tokenizer = json.load(open(source, encoding="utf-8"))
-vocab = tokenizer["model"]["vocab"]
-taken = set(vocab.values()) | {t["id"] for t in tokenizer["added_tokens"]}
-filler = 0
-for token_id in range(vocab_size):
-    if token_id in taken:
-        continue
-    while "\u0120w%d" % filler in vocab:
-        filler += 1
-    vocab["\u0120w%d" % filler] = token_id
-json.dump(tokenizer, open(target, "w", encoding="utf-8"), ensure_ascii=False)
-PY
+python3 "$root/tests/gpu/widen_tokenizer.py" "$serve/small/tokenizer.json" \
+  "$serve/model/tokenizer.json" 151936
 printf 'model: %s\ntarget: v100-sxm2-32gb\ntensor_parallel_size: 1\nmax_model_len: 4096\nmax_num_seqs: 32\nmax_num_batched_tokens: 2048\n' \
   "$serve/model" > "$serve/spec.yaml"
 mkdir -p "$serve/plan"
@@ -107,14 +94,37 @@ cp "$serve/plan/plan.vplan" "$out/serve/qwen3-30b-a3b.vplan"
 # The checkpoint and the pack are mostly holes, but 17 GiB each in size.
 rm -rf "$serve"
 
+# The hybrid users run: Qwen3.6-35B-A3B in NVIDIA's NVFP4 + FP8 layout
+# (volt-mkmodel's preset, its weights as file holes), compiled for one
+# V100-SXM2-32GB with room for a 4,096-token prompt; only the plan travels
+# (volt-run --synthetic-weights there). The tokenizer is the small
+# model's, widened to the preset's 248,320 ids.
+hybrid="$work/qwen3.6-35b-a3b"
+"$build/bin/volt-mkmodel" --family qwen3.5-moe --preset qwen3.6-35b-a3b --format modelopt-mixed \
+  --zeros -o "$hybrid/model" > /dev/null
+"$build/bin/volt-mkmodel" --family qwen3-moe -o "$hybrid/small" > /dev/null
+cp "$hybrid/small/tokenizer_config.json" "$hybrid/model/"
+python3 "$root/tests/gpu/widen_tokenizer.py" "$hybrid/small/tokenizer.json" \
+  "$hybrid/model/tokenizer.json" 248320
+printf 'model: %s\ntarget: v100-sxm2-32gb\ntensor_parallel_size: 1\nmax_model_len: 8192\nmax_num_seqs: 8\nmax_num_batched_tokens: 2048\n' \
+  "$hybrid/model" > "$hybrid/spec.yaml"
+mkdir -p "$hybrid/plan" "$out/hybrid"
+VOLT_KERNEL_CACHE="$hybrid/kernels" "$build/bin/voltc" compile "$hybrid/spec.yaml" \
+  -o "$hybrid/plan/plan.vplan" > /dev/null
+cp "$hybrid/plan/plan.vplan" "$out/hybrid/qwen3.6-35b-a3b.vplan"
+rm -rf "$hybrid"
+
 # The libraries travel compressed (ICU's data alone is 31 MB; run.sh
 # unpacks them), so that the bundle stays within the 64 MiB a GPU call
-# carries.
+# carries; the programs, kernels and plans in one xz archive (44 MB of
+# them compress to a few: the plans repeat their kernels).
 tar -czf "$out/lib.tar.gz" -C "$out" lib lib-fallback
 rm -rf "$out/lib" "$out/lib-fallback"
 # The MTP plans too: the agreeing model's zeroed projections compress.
 tar -czf "$out/mtp.tar.gz" -C "$out" mtp
 rm -rf "$out/mtp"
+tar -cJf "$out/payload.tar.xz" -C "$out" bin kernels plans serve hybrid
+rm -rf "$out/bin" "$out/kernels" "$out/plans" "$out/serve" "$out/hybrid"
 cp "$root/tests/gpu/run.sh" "$out/"
 size=$(du -sm "$out" | cut -f1)
 echo "bundle: $out, ${size} MiB"

@@ -95,7 +95,14 @@ inline std::vector<GpuCase> gpuCases() {
     p.out_features = 8192;
     qkv.op.params.Set(p);
     qkv.variants = gemmVariants("fp8_gemv", "fp8_gemm");
+    // The same projection held in FP16 (what FP8 weights cost before they
+    // were kept as E4M3): the benchmark compares the two in one run.
+    ModelOp fp16 = qkv;
+    fp16.op.name = "linear_attn_in_proj_qkv_fp16";
+    fp16.op.operands[1].fp8 = false;
+    fp16.variants = gemmVariants("dense_gemv", "dense_gemm");
     cases.push_back({std::move(qkv), codegen::ProgramInfo{}, {1, 8, 40, 512}});
+    cases.push_back({std::move(fp16), codegen::ProgramInfo{}, {1, 8}});
   }
   // EmaScan at Qwen3-30B-A3B's hidden size: no published family has it,
   // but its kernel is in the registry (the recurrent-state test model).

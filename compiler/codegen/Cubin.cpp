@@ -70,10 +70,9 @@ template <typename Visit> bool forEachAttribute(const Reader &r, const Section &
         return false;
       visit(attribute, p + 4, size);
       p += 4 + size;
-    } else if (format == 0x03 || format == 0x02) {
+    } else if (format >= 0x01 && format <= 0x03) {
+      // No value, a byte or a half word: each record is four bytes.
       p += 4;
-    } else if (format == 0x01) {
-      p += 2;
     } else {
       return false;
     }

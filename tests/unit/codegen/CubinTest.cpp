@@ -22,6 +22,9 @@ extern "C" __global__ void __launch_bounds__(128) tidy(float *out, const float *
 extern "C" __global__ void spills(double *out) {
   out[threadIdx.x] = sin(out[threadIdx.x]);
 }
+extern "C" __global__ void __launch_bounds__(64) planes(float *out) {
+  out[blockIdx.z * 64 + threadIdx.x] = 1.0f;
+}
 )";
 
 std::vector<uint8_t> compileCubin(Nvrtc &nvrtc) {
@@ -47,6 +50,19 @@ TEST(Cubin, ReadsRegistersSharedAndLocalMemory) {
   EXPECT_GT(spills->localBytes, 0u);
   EXPECT_EQ(spills->staticSharedBytes, 0u);
   EXPECT_EQ(spills->maxThreadsPerBlock, 0u);
+}
+
+TEST(Cubin, ReadsAttributesWithoutValues) {
+  // A kernel that reads blockIdx.z carries a record with no value (format 1,
+  // still four bytes); the records after it are read in step.
+  VOLT_REQUIRE_NVRTC(nvrtc, 70);
+  auto bytes = compileCubin(*nvrtc);
+  auto info = readCubin(bytes, "resources.cubin");
+  ASSERT_TRUE(info.ok()) << info.message();
+  const CubinKernel *planes = info->find("planes");
+  ASSERT_TRUE(planes);
+  EXPECT_EQ(planes->maxThreadsPerBlock, 64u);
+  EXPECT_GT(planes->registers, 0u);
 }
 
 TEST(Cubin, ReadsNewerCubinsToo) {

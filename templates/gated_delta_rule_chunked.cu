@@ -31,20 +31,34 @@
 // tokens: the state after it is copied there), so decode sequences in a
 // mixed step and verify steps are chunks of one or a few tokens.
 //
-// One block per (sequence, value head), THREADS = 256 (8 warps); warps take
-// the 16 x 16 units of each product round-robin (their quad pairs laid out
-// as in common/gemm.cuh). The gated RMSNorm of the output is taken over the
-// head's dv values: row sums of squares per unit, added in unit order.
+// One block per (sequence, value head, DV_SPLIT part), THREADS = 256 (8
+// warps); warps take the 16 x 16 units of each product round-robin (their
+// quad pairs laid out as in common/gemm.cuh). With DV_SPLIT > 1 each block
+// holds dv / DV_SPLIT columns of S, V, U and O (L, T and P it computes as
+// the others do): a long prompt of one sequence then keeps DV_SPLIT times
+// more SMs busy. The gated RMSNorm of the output is taken over the head's
+// dv values: row sums of squares per unit, added in unit order; split, each
+// block writes its columns of O unnormed and the last of the head's blocks
+// to finish (common/blocks.cuh) norms the rows in place, a warp per token.
 // Shared memory (halves unless said; strides padded by 4 halves so that
 // the 8-byte fragment loads of 8 rows fall on distinct banks):
 //   Q, K [CHUNK][dk + 4]; V^T, then Y^T, then U^T [dv][CHUNK + 4];
 //   T, then P [CHUNK][CHUNK + 4]; L and T in FP32 [CHUNK][CHUNK + 1], then
 //   S^T [dv][dk + 4]; G, beta, e^(G_last - G), row sums (FP32).
 // Constants: KEY_HEADS, VALUE_HEADS, KEY_DIM, VALUE_DIM (multiples of 16,
-// at most 128), CHUNK (64). Launch: grid.x = S, grid.y = VALUE_HEADS,
-// THREADS = 256, dynamic shared memory as gatedDeltaChunkedSharedBytes
-// (compiler/codegen) says.
+// at most 128), CHUNK (64), DV_SPLIT (1 when absent) and MAX_SEQS (the
+// most sequences of a step: its counters). Launch: grid.x = S, grid.y =
+// VALUE_HEADS, grid.z = DV_SPLIT, THREADS = 256, dynamic shared memory as
+// gatedDeltaChunkedShape (dialects/Transforms/KernelRules.h) says.
+#include "common/blocks.cuh"
 #include "common/volt.cuh"
+
+#ifndef VOLT_DV_SPLIT
+#define VOLT_DV_SPLIT 1
+#endif
+#ifndef VOLT_MAX_SEQS
+#define VOLT_MAX_SEQS 1
+#endif
 
 using namespace volt;
 
@@ -52,10 +66,13 @@ namespace gdc {
 
 constexpr int kHk = VOLT_KEY_HEADS, kHv = VOLT_VALUE_HEADS, kDk = VOLT_KEY_DIM,
               kDv = VOLT_VALUE_DIM, kC = VOLT_CHUNK, kThreads = VOLT_THREADS;
+/// Blocks per (sequence, value head), each over kDvs of the value
+/// dimensions (its columns of S, V, U and O).
+constexpr int kSplit = VOLT_DV_SPLIT, kDvs = kDv / kSplit;
 constexpr int kWarps = kThreads / 32, kRep = kHv / kHk;
 constexpr int kWidth = 2 * kHk * kDk + kHv * kDv;
 constexpr int kQkStride = kDk + 4, kTStride = kC + 4, kSStride = kDk + 4, kAStride = kC + 1;
-constexpr int kCUnits = kC / 16, kDkUnits = kDk / 16, kDvUnits = kDv / 16;
+constexpr int kCUnits = kC / 16, kDkUnits = kDk / 16, kDvUnits = kDvs / 16;
 /// Units of the C x dv products (K S, T Y, O) and of the state (dk x dv).
 constexpr int kRowUnits = kCUnits * kDvUnits, kStateUnits = kDkUnits * kDvUnits;
 constexpr int kRowUnitsPerWarp = (kRowUnits + kWarps - 1) / kWarps;
@@ -63,12 +80,13 @@ constexpr int kStateUnitsPerWarp = (kStateUnits + kWarps - 1) / kWarps;
 constexpr int kSquareUnits = kCUnits * kCUnits;
 constexpr int kSquareUnitsPerWarp = (kSquareUnits + kWarps - 1) / kWarps;
 static_assert(kDk % 16 == 0 && kDv % 16 == 0 && kDk <= 128 && kDv <= 128, "head dims");
+static_assert(kDv % kSplit == 0 && kDvs % 16 == 0, "value dims split in multiples of 16");
 static_assert(kC % 32 == 0 && kC <= 64 && kCUnits <= kWarps, "chunk");
 static_assert(kThreads == 256, "the launch's shape");
 
-constexpr int kQBytes = kC * kQkStride * 2, kVBytes = kDv * kTStride * 2,
+constexpr int kQBytes = kC * kQkStride * 2, kVBytes = kDvs * kTStride * 2,
               kTBytes = kC * kTStride * 2;
-constexpr int kABytes = kC * kAStride * 4, kSBytes = kDv * kSStride * 2;
+constexpr int kABytes = kC * kAStride * 4, kSBytes = kDvs * kSStride * 2;
 constexpr int kXBytes = kABytes > kSBytes ? kABytes : kSBytes;
 /// FP32 scalars: G, beta, e^(G_last - G), then the row sums [C][dv units].
 constexpr int kSmallFloats = 3 * kC + kC * kDvUnits;
@@ -100,6 +118,9 @@ VOLT_DEVICE void zero(float (&c)[8]) {
     c[i] = 0.0f;
 }
 
+/// Blocks of a (sequence, value head) done, for the last to normalize.
+__device__ u32 arrivals[kSplit > 1 ? VOLT_MAX_SEQS * kHv : 1];
+
 } // namespace gdc
 
 extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
@@ -109,8 +130,9 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
                              const int *stateSlots, const int *snapshotSlots, u16 *out, int seqs,
                              float eps) {
   using namespace gdc;
-  const int s = blockIdx.x, h = blockIdx.y, kh = h / kRep;
-  if (s >= seqs)
+  const int s = blockIdx.x, h = blockIdx.y, kh = h / kRep, j0 = blockIdx.z * kDvs;
+  // (A step holds at most max_num_seqs sequences, the counters' count.)
+  if (s >= seqs || (kSplit > 1 && s >= VOLT_MAX_SEQS))
     return;
   VOLT_DYNAMIC_SHARED(u8, smem);
   u16 *qs = reinterpret_cast<u16 *>(smem);
@@ -140,7 +162,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int r = (u / kDvUnits) * 16 + unitRow(lane, i), c = (u % kDvUnits) * 16 + unitCol(lane, i);
-      S[j][i] = u < kStateUnits && !fresh ? kept[static_cast<i64>(r) * kDv + c] : 0.0f;
+      S[j][i] = u < kStateUnits && !fresh ? kept[static_cast<i64>(r) * kDv + j0 + c] : 0.0f;
     }
   }
 
@@ -192,10 +214,11 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         betas[r] = beta;
       }
     }
-    for (int e = threadIdx.x; e < kC * kDv; e += kThreads) {
-      const int r = e / kDv, j = e % kDv;
+    for (int e = threadIdx.x; e < kC * kDvs; e += kThreads) {
+      const int r = e / kDvs, j = e % kDvs;
       vt[j * kTStride + r] =
-          r < n ? qkv[static_cast<i64>(c0 + r) * kWidth + 2 * kHk * kDk + h * kDv + j] : u16{0};
+          r < n ? qkv[static_cast<i64>(c0 + r) * kWidth + 2 * kHk * kDk + h * kDv + j0 + j]
+                : u16{0};
     }
     __syncthreads();
     // G: the inclusive cumulative sum (warp 0, a Hillis-Steele scan over
@@ -390,11 +413,17 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         const int r = bi * 16 + unitRow(lane, i), col = bj * 16 + unitCol(lane, i);
         if (r >= n)
           continue;
+        const i64 at = (static_cast<i64>(c0 + r) * kHv + h) * kDv + j0 + col;
+        if (kSplit > 1) {
+          // The row's norm needs every block's columns: O as it is, normed
+          // by the last block of the (sequence, head) below.
+          out[at] = floatToHalf(O[j][i]);
+          continue;
+        }
         float squares = 0.0f;
         for (int b = 0; b < kDvUnits; ++b)
           squares += rowSquares[r * kDvUnits + b];
         const float inv = 1.0f / sqrtf(squares / static_cast<float>(kDv) + eps);
-        const i64 at = (static_cast<i64>(c0 + r) * kHv + h) * kDv + col;
         const float zj = halfToFloat(z[at]);
         out[at] = floatToHalf(halfToFloat(normWeight[col]) * (O[j][i] * inv) *
                               (zj / (1.0f + expf(-zj))));
@@ -435,7 +464,7 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
         if (u < kStateUnits)
 #pragma unroll
           for (int i = 0; i < 8; ++i)
-            copy[static_cast<i64>((u / kDvUnits) * 16 + unitRow(lane, i)) * kDv +
+            copy[static_cast<i64>((u / kDvUnits) * 16 + unitRow(lane, i)) * kDv + j0 +
                  (u % kDvUnits) * 16 + unitCol(lane, i)] = S[j][i];
       }
     }
@@ -449,7 +478,38 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
       if (u < kStateUnits)
 #pragma unroll
         for (int i = 0; i < 8; ++i)
-          kept[static_cast<i64>((u / kDvUnits) * 16 + unitRow(lane, i)) * kDv +
+          kept[static_cast<i64>((u / kDvUnits) * 16 + unitRow(lane, i)) * kDv + j0 +
                (u % kDvUnits) * 16 + unitCol(lane, i)] = S[j][i];
     }
+  if (kSplit == 1)
+    return;
+  // The last of the head's kSplit blocks to finish norms every token's row
+  // of O, which the others wrote: a warp per token, sums of squares over
+  // the whole row in a fixed order, then the gated RMSNorm in place.
+  __shared__ int lastBlock;
+  u32 *counter = &arrivals[s * kHv + h];
+  if (!arriveLastOf(counter, kSplit, &lastBlock))
+    return;
+  for (int t = first + warp; t < last; t += kWarps) {
+    u16 *row = out + (static_cast<i64>(t) * kHv + h) * kDv;
+    float o[(kDv + 31) / 32], squares = 0.0f;
+#pragma unroll
+    for (int e = 0; e < (kDv + 31) / 32; ++e) {
+      const int c = lane + 32 * e;
+      o[e] = c < kDv ? halfToFloat(loadCoherentHalf(row + c)) : 0.0f;
+      squares += o[e] * o[e];
+    }
+    squares = warpSum(squares);
+    const float inv = 1.0f / sqrtf(squares / static_cast<float>(kDv) + eps);
+#pragma unroll
+    for (int e = 0; e < (kDv + 31) / 32; ++e) {
+      const int c = lane + 32 * e;
+      if (c >= kDv)
+        continue;
+      const float zj = halfToFloat(z[(static_cast<i64>(t) * kHv + h) * kDv + c]);
+      row[c] = floatToHalf(halfToFloat(normWeight[c]) * (o[e] * inv) * (zj / (1.0f + expf(-zj))));
+    }
+  }
+  if (threadIdx.x == 0)
+    *counter = 0;
 }

@@ -135,16 +135,22 @@ SmallVector<Variant> attentionVariants(volt::ir::AttentionOp a, const TargetInfo
 /// Decode steps run gated_delta_rule, a block per (sequence, value head)
 /// walking its tokens one at a time (bit for bit the cpu op); larger steps
 /// carry prefill chunks and run gated_delta_rule_chunked, 64 tokens at a
-/// time on tensor cores, where the head dims and its shared memory allow.
+/// time on tensor cores, where the head dims and its shared memory allow,
+/// with the value dimensions split over blocks where the heads alone would
+/// leave most SMs idle.
 SmallVector<Variant> gatedDeltaRuleVariants(volt::ir::GatedDeltaRuleOp g, const TargetInfo &t) {
+  const int64_t split = gatedDeltaDvSplit(g.getValueHeads(), g.getValueDim(), t.smCount);
   const GatedDeltaChunkedShape shape =
-      gatedDeltaChunkedShape(kGatedDeltaChunk, g.getKeyDim(), g.getValueDim());
+      gatedDeltaChunkedShape(kGatedDeltaChunk, g.getKeyDim(), g.getValueDim(), split);
   const bool chunked =
       shape.supported && shape.sharedBytes <= static_cast<uint64_t>(t.sharedMemoryPerBlockOptinBytes);
+  const int64_t seqs = maxNumSeqs(g);
   SmallVector<Variant> v = {
-      {chunked ? maxNumSeqs(g) : kAnyTokens, "gated_delta_rule", {{"threads", 256}}}};
+      {chunked ? seqs : kAnyTokens, "gated_delta_rule", {{"threads", 256}}}};
   if (chunked)
-    v.push_back({kAnyTokens, "gated_delta_rule_chunked", {{"chunk", kGatedDeltaChunk}}});
+    v.push_back({kAnyTokens,
+                 "gated_delta_rule_chunked",
+                 {{"chunk", kGatedDeltaChunk}, {"dv_split", split}, {"max_seqs", seqs}}});
   return v;
 }
 

@@ -83,31 +83,49 @@ inline constexpr int64_t kGatedDeltaChunk = 64;
 inline constexpr uint32_t kGatedDeltaChunkedThreads = 256;
 
 /// Whether gated_delta_rule_chunked serves heads of `keyDim` x `valueDim`
-/// (multiples of 16 up to 128) in chunks of `chunk` tokens (32 or 64), and
-/// the dynamic shared memory a block needs (the template's layout).
+/// (multiples of 16 up to 128) in chunks of `chunk` tokens (32 or 64) with
+/// `dvSplit` blocks per head (each over valueDim / dvSplit columns, a
+/// multiple of 16), and the dynamic shared memory a block needs (the
+/// template's layout).
 struct GatedDeltaChunkedShape {
   bool supported = false;
-  int64_t chunk = 0;
+  int64_t chunk = 0, dvSplit = 1;
   uint64_t sharedBytes = 0;
 };
 
 inline GatedDeltaChunkedShape gatedDeltaChunkedShape(int64_t chunk, int64_t keyDim,
-                                                     int64_t valueDim) {
+                                                     int64_t valueDim, int64_t dvSplit = 1) {
   GatedDeltaChunkedShape s;
   s.chunk = chunk;
+  s.dvSplit = dvSplit;
   s.supported = (chunk == 32 || chunk == 64) && keyDim > 0 && keyDim % 16 == 0 &&
-                keyDim <= 128 && valueDim > 0 && valueDim % 16 == 0 && valueDim <= 128;
+                keyDim <= 128 && valueDim > 0 && valueDim % 16 == 0 && valueDim <= 128 &&
+                dvSplit >= 1 && valueDim % dvSplit == 0 && (valueDim / dvSplit) % 16 == 0;
   if (!s.supported)
     return s;
-  // Q and K [chunk][dk + 4], V^T [dv][chunk + 4], T or P [chunk][chunk + 4]
-  // (halves); L/T in FP32 [chunk][chunk + 1] or S^T [dv][dk + 4] (halves);
-  // G, beta, the tail decays and the row sums [chunk][dv / 16] (FP32).
-  const int64_t qk = 2 * chunk * (keyDim + 4) * 2, vt = valueDim * (chunk + 4) * 2,
+  // Q and K [chunk][dk + 4], V^T [dvs][chunk + 4], T or P [chunk][chunk + 4]
+  // (halves); L/T in FP32 [chunk][chunk + 1] or S^T [dvs][dk + 4] (halves);
+  // G, beta, the tail decays and the row sums [chunk][dvs / 16] (FP32);
+  // dvs = valueDim / dvSplit.
+  const int64_t dvs = valueDim / dvSplit;
+  const int64_t qk = 2 * chunk * (keyDim + 4) * 2, vt = dvs * (chunk + 4) * 2,
                 tp = chunk * (chunk + 4) * 2,
-                x = std::max(chunk * (chunk + 1) * 4, valueDim * (keyDim + 4) * 2),
-                small = (3 * chunk + chunk * (valueDim / 16)) * 4;
+                x = std::max(chunk * (chunk + 1) * 4, dvs * (keyDim + 4) * 2),
+                small = (3 * chunk + chunk * (dvs / 16)) * 4;
   s.sharedBytes = static_cast<uint64_t>(qk + vt + tp + x + small);
   return s;
+}
+
+/// Blocks per (sequence, value head) of gated_delta_rule_chunked: a long
+/// prompt of one sequence has only `valueHeads` heads of work per rank
+/// (16 on a V100 pair for Qwen3.6), so the value dimensions split (up to
+/// 4 ways, 16 columns at least) until about the SMs' count of blocks runs.
+inline int64_t gatedDeltaDvSplit(int64_t valueHeads, int64_t valueDim, int64_t smCount) {
+  int64_t split = 1;
+  while (split < 4 && valueHeads * split * 2 <= smCount && valueDim % (split * 2) == 0 &&
+         (valueDim / (split * 2)) % 16 == 0)
+    split *= 2;
+  return split;
 }
 
 } // namespace volt::kernels

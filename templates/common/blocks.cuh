@@ -35,6 +35,13 @@ VOLT_DEVICE float loadCoherent(const float *p) {
   return v;
 }
 
+/// An FP16 value another block of the launch wrote, read at L2.
+VOLT_DEVICE u16 loadCoherentHalf(const u16 *p) {
+  u16 v;
+  asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(v) : "l"(p) : "memory");
+  return v;
+}
+
 /// Adds one to `*counter` and returns its value before.
 VOLT_DEVICE u32 arrive(u32 *counter) {
   u32 old;
@@ -46,11 +53,27 @@ VOLT_DEVICE u32 arrive(u32 *counter) {
 
 inline void fenceDevice() {}
 inline float loadCoherent(const float *p) { return *p; }
+inline u16 loadCoherentHalf(const u16 *p) { return *p; }
 inline u32 arrive(u32 *counter) { return (*counter)++; }
 
 #endif
 
 #if defined(__CUDACC__) || defined(VOLT_SIMT)
+
+/// After the block wrote its part: counts it on `counter` and says whether
+/// it was the last of `parts` blocks (which then combines them). Called by
+/// every thread of the block; `flag` is a shared int.
+VOLT_DEVICE bool arriveLastOf(u32 *counter, int parts, int *flag) {
+  fenceDevice();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    *flag = arrive(counter) == static_cast<u32>(parts - 1);
+  __syncthreads();
+  const bool last = *flag != 0;
+  if (last)
+    fenceDevice();
+  return last;
+}
 
 /// Inclusive prefix sum over the warp's lanes (every lane must call it).
 VOLT_DEVICE int warpPrefixSum(int v) {

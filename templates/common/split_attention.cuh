@@ -91,21 +91,6 @@ VOLT_DEVICE SplitChunk findSplitChunk(int ownSeq, int extraChunk, int chunk, int
   return SplitChunk{-1, 0, 1, 0, 0, 0};
 }
 
-/// After the block wrote its record: counts it on `counter` and says
-/// whether it was the sequence's last chunk (which then merges). Called by
-/// every thread of the block; `flag` is a shared int.
-VOLT_DEVICE bool arriveLastOf(u32 *counter, int splits, int *flag) {
-  fenceDevice();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    *flag = arrive(counter) == static_cast<u32>(splits - 1);
-  __syncthreads();
-  const bool last = *flag != 0;
-  if (last)
-    fenceDevice();
-  return last;
-}
-
 /// The last block's merge of a sequence's `splits` records, for the Group
 /// query heads of one kv head: `records` points at this kv head's part of
 /// the first record (records of Heads x (Dim + 2) floats), `out` at the

@@ -247,15 +247,19 @@ void benchGatedDeltaRule(Gpu &g, const GpuCase &c, const std::vector<PlannedLaun
       std::printf("| %s | error: %s |\n", op.name.c_str(), ms.message().c_str());
       continue;
     }
-    prefillMs[tokens][kernel] = *ms;
+    prefillMs[tokens][op.name] = *ms;
     std::printf("| %s prefill (S = 1, %d tokens: %.0f tokens/s) | %s | %d | %.1f | - | - | - |\n",
                 op.name.c_str(), tokens, tokens / (*ms * 1e-3), kernel.c_str(), tokens, *ms * 1e3);
     const auto &times = prefillMs[tokens];
-    if (times.count("gated_delta_rule") && times.count("gated_delta_rule_chunked"))
-      std::printf("| %s prefill, %d tokens: chunked / token by token | %.2fx faster | %d | | | "
-                  "| |\n",
-                  op.name.c_str(), tokens,
-                  times.at("gated_delta_rule") / times.at("gated_delta_rule_chunked"), tokens);
+    auto ratio = [&](const char *what, const std::string &slow, const std::string &fast) {
+      if (op.name == fast && times.count(slow) && times.count(fast))
+        std::printf("| %s prefill, %d tokens: %s | %.2fx faster | %d | | | | |\n",
+                    op.name.c_str(), tokens, what, times.at(slow) / times.at(fast), tokens);
+    };
+    ratio("chunked / token by token", "linear_attn_gated_delta_rule",
+          "linear_attn_gated_delta_rule_chunked");
+    ratio("value dims over 4 blocks / 1 block", "linear_attn_gated_delta_rule_chunked",
+          "linear_attn_gated_delta_rule_chunked_dv_split");
   }
 }
 

@@ -174,7 +174,16 @@ inline std::vector<GpuCase> gpuCases() {
   cases.push_back({std::move(gdr), codegen::ProgramInfo{}, {1, 8, 300}});
   // Its chunked form (prefill steps): the same op, 64 tokens at a time on
   // tensor cores.
+  ModelOp split = chunked;
+  split.op.name = "linear_attn_gated_delta_rule_chunked_dv_split";
+  split.variants = {{int64_t{1} << 30,
+                     "gated_delta_rule_chunked",
+                     {{"chunk", 64}, {"dv_split", 4}, {"max_seqs", 64}}}};
   cases.push_back({std::move(chunked), codegen::ProgramInfo{}, {8, 300, 1000}});
+  // And with each head's value dims over four blocks (the catalog's choice
+  // where the heads alone leave most SMs idle): the last of a head's blocks
+  // norms its rows.
+  cases.push_back({std::move(split), codegen::ProgramInfo{}, {8, 300, 1000}});
 
   ModelOp gate;
   gate.op.kind = plan::OpKind::SigmoidMul;

@@ -70,15 +70,24 @@ Result<PlannedLaunch> planGatedDeltaRule(LaunchContext &c, const Variant &v) {
 
 Result<PlannedLaunch> planGatedDeltaRuleChunked(LaunchContext &c, const Variant &v) {
   const auto &p = c.params<plan::GatedDeltaRuleParamsT>();
-  const auto chunk = v.config.find("chunk");
+  auto config = [&](const char *name, int64_t fallback) {
+    auto it = v.config.find(name);
+    return it == v.config.end() ? fallback : it->second;
+  };
+  const int64_t split = config("dv_split", 1), maxSeqs = config("max_seqs", 0);
   const GatedDeltaChunkedShape shape = gatedDeltaChunkedShape(
-      chunk == v.config.end() ? kGatedDeltaChunk : chunk->second, p.key_dim, p.value_dim);
+      config("chunk", kGatedDeltaChunk), p.key_dim, p.value_dim, split);
   if (p.key_heads == 0 || p.value_heads % p.key_heads != 0 || !shape.supported)
     return c.error("key_heads " + std::to_string(p.key_heads) + ", value_heads " +
                    std::to_string(p.value_heads) + ", key_dim " + std::to_string(p.key_dim) +
                    ", value_dim " + std::to_string(p.value_dim) +
+                   ", dv_split " + std::to_string(split) +
                    ": gated_delta_rule_chunked serves key and value dims that are multiples of "
-                   "16 up to 128, value heads a multiple of key heads, chunks of 32 or 64");
+                   "16 up to 128, value heads a multiple of key heads, chunks of 32 or 64, the "
+                   "value dims split into multiples of 16");
+  if (split > 1 && maxSeqs < 1)
+    return c.error("gated_delta_rule_chunked with dv_split " + std::to_string(split) +
+                   " needs max_seqs (the counters of its blocks)");
   if (shape.sharedBytes > static_cast<uint64_t>(c.target.sharedMemoryPerBlockOptinBytes))
     return c.error("gated_delta_rule_chunked needs " + std::to_string(shape.sharedBytes) +
                    " bytes of shared memory; the SKU allows " +
@@ -89,7 +98,11 @@ Result<PlannedLaunch> planGatedDeltaRuleChunked(LaunchContext &c, const Variant 
                   static_cast<uint32_t>(shape.sharedBytes)};
   r.set("key_heads", p.key_heads).set("value_heads", p.value_heads);
   r.set("key_dim", p.key_dim).set("value_dim", p.value_dim).set("chunk", shape.chunk);
-  return deltaRuleLaunch(c, v, r, p);
+  if (split > 1)
+    r.set("dv_split", split).set("max_seqs", maxSeqs);
+  PlannedLaunch l = deltaRuleLaunch(c, v, r, p);
+  l.grid[2] = {0, 0, static_cast<uint32_t>(split), 1};
+  return l;
 }
 
 } // namespace volt::codegen::kernels

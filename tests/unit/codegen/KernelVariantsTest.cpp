@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/codegen/BuildKernels.h"
+#include "compiler/codegen/Launches.h"
 #include "tests/unit/codegen/ModelShapes.h"
 #include "tests/unit/codegen/NvrtcAvailable.h"
 
@@ -105,6 +106,13 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
                      input(4),        input(7),        input(8),   arena(4)};
     plan(rule, {{256, "gated_delta_rule", {}},
                 {int64_t{1} << 30, "gated_delta_rule_chunked", {{"chunk", 64}}}});
+    // With the value dims split as the catalog splits them on a V100's 80
+    // SMs (2 ways at tp 1, 4 at tp 2).
+    const int64_t split = volt::kernels::gatedDeltaDvSplit(32 / tp, 128, 80);
+    EXPECT_EQ(split, tp == 1 ? 2 : 4);
+    plan(rule, {{int64_t{1} << 30,
+                 "gated_delta_rule_chunked",
+                 {{"chunk", 64}, {"dv_split", split}, {"max_seqs", 256}}}});
     OpInfo rope{plan::OpKind::QkNormRope, "rope", {}, {}};
     plan::QkNormRopeParamsT qp;
     qp.num_heads = u32(16 / tp);

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <tuple>
 
 using namespace volt;
@@ -53,6 +54,39 @@ namespace gdc_qwen {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace gdc_qwen
 
+namespace gdc_small_split {
+// The small heads' 32 value dims over two blocks of 16.
+#define VOLT_KEY_HEADS 2
+#define VOLT_VALUE_HEADS 4
+#define VOLT_KEY_DIM 32
+#define VOLT_VALUE_DIM 32
+#define VOLT_CHUNK 32
+#define VOLT_DV_SPLIT 2
+#define VOLT_MAX_SEQS 8
+#define VOLT_THREADS 256
+#define gated_delta_rule_chunked gdc_small_split_entry
+#include "gated_delta_rule_chunked.cu"
+#undef gated_delta_rule_chunked
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace gdc_small_split
+
+namespace gdc_qwen_split {
+// Qwen3.6's heads over four blocks of 32 value dims each (a V100 pair's 16
+// heads per rank: 64 blocks for one prompt).
+#define VOLT_KEY_HEADS 1
+#define VOLT_VALUE_HEADS 2
+#define VOLT_KEY_DIM 128
+#define VOLT_VALUE_DIM 128
+#define VOLT_CHUNK 64
+#define VOLT_DV_SPLIT 4
+#define VOLT_MAX_SEQS 4
+#define VOLT_THREADS 256
+#define gated_delta_rule_chunked gdc_qwen_split_entry
+#include "gated_delta_rule_chunked.cu"
+#undef gated_delta_rule_chunked
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace gdc_qwen_split
+
 namespace volt::simt {
 namespace {
 
@@ -62,6 +96,11 @@ using Entry = void (*)(const u16 *, const u16 *, const u16 *, const float *, con
 
 struct Shape {
   int hk, hv, dk, dv, chunk;
+  /// Blocks per head (value dims split), and the step's most sequences.
+  int split = 1, maxSeqs = 0;
+  /// The counters of a split instance, which each launch must leave zero.
+  const u32 *counters = nullptr;
+  size_t counterCount = 0;
 };
 
 /// One step: sequences' token counts, context lengths, state slots; the
@@ -114,17 +153,23 @@ Errors runStep(const Shape &sh, const Step &step, Entry entry, uint32_t seed) {
   codegen::KernelRegistry registry;
   codegen::ProgramInfo program;
   codegen::TargetInfo target; // a V100's
-  auto launches =
-      codegen::planLaunches(op, {{1 << 30, "gated_delta_rule_chunked", {{"chunk", sh.chunk}}}},
-                            program, target, registry);
+  std::map<std::string, int64_t> config = {{"chunk", sh.chunk}};
+  if (sh.split > 1)
+    config = {{"chunk", sh.chunk}, {"dv_split", sh.split}, {"max_seqs", sh.maxSeqs}};
+  auto launches = codegen::planLaunches(op, {{1 << 30, "gated_delta_rule_chunked", config}},
+                                        program, target, registry);
   EXPECT_TRUE(launches.ok()) << launches.message();
   if (!launches.ok())
     return {};
   const PlannedLaunch &l = launches->front();
-  expectInstance(registry.requests()[l.kernel],
-                 {{"key_heads", sh.hk}, {"value_heads", sh.hv}, {"key_dim", sh.dk},
-                  {"value_dim", sh.dv}, {"chunk", sh.chunk}},
-                 256);
+  std::vector<std::pair<std::string, int64_t>> constants = {
+      {"key_heads", sh.hk}, {"value_heads", sh.hv}, {"key_dim", sh.dk},
+      {"value_dim", sh.dv}, {"chunk", sh.chunk}};
+  if (sh.split > 1) {
+    constants.emplace_back("dv_split", sh.split);
+    constants.emplace_back("max_seqs", sh.maxSeqs);
+  }
+  expectInstance(registry.requests()[l.kernel], constants, 256);
 
   std::vector<uint16_t> qkv = randomHalves(rng, static_cast<size_t>(tokens) * width, 1.0f),
                         gates = randomHalves(rng, static_cast<size_t>(tokens) * 2 * sh.hv, 1.5f),
@@ -168,6 +213,8 @@ Errors runStep(const Shape &sh, const Step &step, Entry entry, uint32_t seed) {
                                  a.i32(), a.f32()});
   });
 
+  for (size_t i = 0; i < sh.counterCount; ++i)
+    EXPECT_EQ(sh.counters[i], 0u) << "counter " << i << " is left for the next launch";
   Errors e;
   for (size_t i = 0; i < gpu.size(); ++i) {
     const double g = halfToFloat(gpu[i]), w = halfToFloat(cpuOut[i]);
@@ -192,7 +239,7 @@ Errors runStep(const Shape &sh, const Step &step, Entry entry, uint32_t seed) {
 // 1 continuing its slot over 40 tokens, 2 a decode token, 3 a verify step of
 // 4 tokens copying the state after each of the first three (slots 5, 6, 7),
 // 4 without a slot (starts from zeros, keeps nothing).
-TEST(SimtGdnChunked, SmallHeadsMatchTheCpuOp) {
+Step mixedStep() {
   Step step;
   step.counts = {75, 40, 1, 4, 9};
   step.contexts = {75, 90, 300, 12, 30};
@@ -200,12 +247,12 @@ TEST(SimtGdnChunked, SmallHeadsMatchTheCpuOp) {
   step.numSlots = 8;
   step.snapshots.assign(75 + 40 + 1, -1);
   step.snapshots.insert(step.snapshots.end(), {5, 6, 7, -1});
-  runStep({2, 4, 32, 16, 32}, step, gdc_small::gdc_small_entry, 11);
+  return step;
 }
 
-// Qwen3.6's heads: a 150-token prompt (chunks of 64, 64, 22) continuing a
-// kept state, a fresh 70-token prompt, a decode token, a verify step.
-TEST(SimtGdnChunked, Qwen36HeadsMatchTheCpuOp) {
+// A 150-token prompt (chunks of 64, 64, 22) continuing a kept state, a
+// fresh 70-token prompt, a decode token, a verify step.
+Step qwenStep() {
   Step step;
   step.counts = {150, 70, 1, 3};
   step.contexts = {170, 70, 1000, 40};
@@ -213,7 +260,16 @@ TEST(SimtGdnChunked, Qwen36HeadsMatchTheCpuOp) {
   step.numSlots = 6;
   step.snapshots.assign(150 + 70 + 1, -1);
   step.snapshots.insert(step.snapshots.end(), {4, 5, -1});
-  runStep({1, 2, 128, 128, 64}, step, gdc_qwen::gdc_qwen_entry, 23);
+  return step;
+}
+
+TEST(SimtGdnChunked, SmallHeadsMatchTheCpuOp) {
+  runStep({2, 4, 32, 16, 32}, mixedStep(), gdc_small::gdc_small_entry, 11);
+}
+
+// Qwen3.6's heads.
+TEST(SimtGdnChunked, Qwen36HeadsMatchTheCpuOp) {
+  runStep({1, 2, 128, 128, 64}, qwenStep(), gdc_qwen::gdc_qwen_entry, 23);
 }
 
 // Long prompts carry the state across many chunks: the error must not grow
@@ -227,6 +283,21 @@ TEST(SimtGdnChunked, ErrorsDoNotGrowOverManyChunks) {
   runStep({2, 4, 32, 16, 32}, step, gdc_small::gdc_small_entry, 5);
   step.longMemory = true;
   runStep({2, 4, 32, 16, 32}, step, gdc_small::gdc_small_entry, 6);
+}
+
+// The value dims split over blocks: the last block of each (sequence,
+// head) norms the rows the others wrote; the same steps, the same bounds.
+TEST(SimtGdnChunked, SplitValueDimsMatchTheCpuOp) {
+  Shape small{2, 4, 32, 32, 32, 2, 8};
+  small.counters = gdc_small_split::gdc::arrivals;
+  small.counterCount = std::size(gdc_small_split::gdc::arrivals);
+  runStep(small, mixedStep(), gdc_small_split::gdc_small_split_entry, 13);
+  Step qwen = qwenStep();
+  qwen.longMemory = true;
+  Shape heads{1, 2, 128, 128, 64, 4, 4};
+  heads.counters = gdc_qwen_split::gdc::arrivals;
+  heads.counterCount = std::size(gdc_qwen_split::gdc::arrivals);
+  runStep(heads, qwen, gdc_qwen_split::gdc_qwen_split_entry, 31);
 }
 
 TEST(SimtGdnChunked, Qwen36HeadsWithLongMemory) {

@@ -6,6 +6,7 @@
 #undef VOLT_BLOCK_SIZE
 #undef VOLT_CHUNK
 #undef VOLT_DIM
+#undef VOLT_DV_SPLIT
 #undef VOLT_ELEMENT_BYTES
 #undef VOLT_EXPERTS
 #undef VOLT_GATE_F32
@@ -23,6 +24,7 @@
 #undef VOLT_KEY_TILE
 #undef VOLT_KV_HEADS
 #undef VOLT_MAX_BLOCKS
+#undef VOLT_MAX_SEQS
 #undef VOLT_MAX_SPLITS
 #undef VOLT_N
 #undef VOLT_OUT_F32

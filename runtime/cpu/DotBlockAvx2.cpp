@@ -76,6 +76,36 @@ struct F16Rows {
   }
 };
 
+/// 16 E4M3 bytes to the FP16 bits fp8ToHalfScaled gives them (the value
+/// times 2^-8, exact): the sign to bit 15, exponent and mantissa from bit 7.
+inline __m256i fp8ToHalves(__m128i bytes) {
+  const __m256i b = _mm256_cvtepu8_epi16(bytes);
+  return _mm256_or_si256(
+      _mm256_and_si256(_mm256_slli_epi16(b, 8), _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
+      _mm256_and_si256(_mm256_slli_epi16(b, 7), _mm256_set1_epi16(0x3f80)));
+}
+
+inline Lanes halvesToLanes(__m256i h) {
+  return {_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))};
+}
+
+/// FP8 E4M3 rows decoded in registers: one byte per weight streams.
+struct Fp8Rows {
+  const uint8_t *base;
+  int64_t stride;
+  Lanes load(int r, int64_t b) const {
+    return halvesToLanes(fp8ToHalves(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(base + r * stride + 16 * b))));
+  }
+  Lanes loadTail(int r, int64_t b, int count) const {
+    uint8_t buf[16] = {};
+    const uint8_t *p = base + r * stride + 16 * b;
+    for (int i = 0; i < count; ++i)
+      buf[i] = p[i];
+    return halvesToLanes(fp8ToHalves(_mm_loadu_si128(reinterpret_cast<const __m128i *>(buf))));
+  }
+};
+
 /// The magnitudes of the E2M1 codes 0..7.
 inline __m256 e2m1Magnitudes() {
   return _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
@@ -156,6 +186,9 @@ template <> F32Rows advance(const F32Rows &rows, int64_t by) {
 template <> F16Rows advance(const F16Rows &rows, int64_t by) {
   return {rows.base + by * rows.stride, rows.stride};
 }
+template <> Fp8Rows advance(const Fp8Rows &rows, int64_t by) {
+  return {rows.base + by * rows.stride, rows.stride};
+}
 template <> Nvfp4Rows advance(const Nvfp4Rows &rows, int64_t by) {
   return {rows.packed + by * (rows.cols / 2), rows.scales + by * (rows.cols / 16), rows.cols,
           rows.e4m3, rows.magnitudes};
@@ -208,6 +241,20 @@ void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride) {
   tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+}
+
+void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride) {
+  tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+}
+
+void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
+                        fp8ToHalves(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i))));
+  for (; i < n; ++i)
+    out[i] = static_cast<uint16_t>(((in[i] & 0x80u) << 8) | ((in[i] & 0x7Fu) << 7));
 }
 
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,

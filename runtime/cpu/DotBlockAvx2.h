@@ -18,6 +18,14 @@ void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride);
 
+/// FP8 E4M3 rows, each weight read as fp8ToHalfScaled gives it (its value
+/// times 2^-8).
+void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride);
+
+/// detail::fp8ToHalfScaled, 16 bytes at a time.
+void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n);
+
 /// `e4m3` is the FP32 value of each E4M3 byte; `cols` a multiple of 16.
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,

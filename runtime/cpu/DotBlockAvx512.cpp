@@ -62,6 +62,33 @@ struct F16Rows {
   }
 };
 
+/// 16 E4M3 bytes to the FP16 bits fp8ToHalfScaled gives them (the value
+/// times 2^-8, exact): the sign to bit 15, exponent and mantissa from bit 7.
+inline __m256i fp8ToHalves(__m128i bytes) {
+  const __m256i b = _mm256_cvtepu8_epi16(bytes);
+  return _mm256_or_si256(
+      _mm256_and_si256(_mm256_slli_epi16(b, 8), _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
+      _mm256_and_si256(_mm256_slli_epi16(b, 7), _mm256_set1_epi16(0x3f80)));
+}
+
+/// FP8 E4M3 rows decoded in registers: one byte per weight streams.
+struct Fp8Rows {
+  const uint8_t *base;
+  int64_t stride;
+  void prefetch(int r, int64_t b, int ahead) const {
+    if ((b & 3) == 0)
+      _mm_prefetch(reinterpret_cast<const char *>(base + (r + ahead) * stride + 16 * b),
+                   _MM_HINT_T0);
+  }
+  __m512 load(int r, int64_t b) const {
+    return _mm512_cvtph_ps(fp8ToHalves(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(base + r * stride + 16 * b))));
+  }
+  __m512 loadTail(int r, int64_t b, __mmask16 m) const {
+    return _mm512_cvtph_ps(fp8ToHalves(_mm_maskz_loadu_epi8(m, base + r * stride + 16 * b)));
+  }
+};
+
 /// One NVFP4 block (16 elements, 8 bytes, even element in the low nibble)
 /// times its scale. vpermps reads only the low 4 bits of each index, so the
 /// indices need no masking: dword 2j holds byte j (low nibble: element 2j)
@@ -145,6 +172,9 @@ template <> F32Rows advance(const F32Rows &rows, int64_t by) {
 template <> F16Rows advance(const F16Rows &rows, int64_t by) {
   return {rows.base + by * rows.stride, rows.stride};
 }
+template <> Fp8Rows advance(const Fp8Rows &rows, int64_t by) {
+  return {rows.base + by * rows.stride, rows.stride};
+}
 template <> Nvfp4Rows advance(const Nvfp4Rows &rows, int64_t by) {
   return {rows.packed + by * (rows.cols / 2), rows.scales + by * (rows.cols / 16), rows.cols,
           rows.e4m3, rows.e2m1};
@@ -225,6 +255,22 @@ void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride) {
   tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+}
+
+void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride) {
+  tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+}
+
+void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i),
+                        fp8ToHalves(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i))));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm256_mask_storeu_epi16(out + i, m, fp8ToHalves(_mm_maskz_loadu_epi8(m, in + i)));
+  }
 }
 
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,

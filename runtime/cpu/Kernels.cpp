@@ -294,12 +294,16 @@ struct Avx512Body {
   static constexpr auto f16 = avx512::dotBlockF16;
   static constexpr auto nvfp4 = avx512::dotBlockNvfp4;
   static constexpr auto decodeNvfp4 = avx512::decodeNvfp4Rows;
+  static constexpr auto fp8 = avx512::dotBlockFp8;
+  static constexpr auto fp8ToHalves = avx512::fp8ToHalfScaled;
 };
 struct Avx2Body {
   static constexpr auto f32 = avx2::dotBlockF32;
   static constexpr auto f16 = avx2::dotBlockF16;
   static constexpr auto nvfp4 = avx2::dotBlockNvfp4;
   static constexpr auto decodeNvfp4 = avx2::decodeNvfp4Rows;
+  static constexpr auto fp8 = avx2::dotBlockFp8;
+  static constexpr auto fp8ToHalves = avx2::fp8ToHalfScaled;
 };
 
 template <typename Body>
@@ -326,15 +330,21 @@ void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStri
     return;
   }
   case WeightRows::Format::Fp8: {
-    // A few rows at a time turned into FP16 bits (exact), then the FP16
-    // body: the pack's 1 byte per weight is what streams from memory.
-    constexpr int64_t kRows = 16;
+    // A few tokens: each byte decoded in registers where it is used. More:
+    // a few rows at a time turned into FP16 bits (exact) once, then the
+    // FP16 body over every token. Either way the pack's 1 byte per weight
+    // is what streams from memory, with the bits of fp8ToHalfScaled.
     const auto *bytes = static_cast<const uint8_t *>(w.data);
+    if (tokens <= kDecodeInRegistersTokens) {
+      Body::fp8(bytes, rows, cols, x, xStride, tokens, out, outStride);
+      return;
+    }
+    constexpr int64_t kRows = 16;
     scratch.resize(static_cast<size_t>((std::min(rows, kRows) * cols + 1) / 2));
     auto *halves = reinterpret_cast<uint16_t *>(scratch.data());
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int64_t n = std::min(kRows, rows - r0);
-      fp8ToHalfScaled(bytes + r0 * cols, halves, n * cols);
+      Body::fp8ToHalves(bytes + r0 * cols, halves, n * cols);
       Body::f16(halves, n, cols, x, xStride, tokens, out + r0 * outStride, outStride);
     }
     return;

@@ -36,3 +36,12 @@ void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *
                      int64_t rows, int64_t cols, float *out);
 
 } // namespace volt::cpu::detail::avx512
+
+namespace volt::cpu::detail::avx512vbmi {
+
+/// avx512::dotBlockNvfp4 on CPUs with AVX-512 VBMI too (the same bits).
+void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
+                   int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
+                   int64_t outStride);
+
+} // namespace volt::cpu::detail::avx512vbmi

@@ -238,7 +238,8 @@ DotBlockPath cpuBestPath() {
 #if defined(VOLT_CPU_AVX512) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return DotBlockPath::Avx512;
+    return __builtin_cpu_supports("avx512vbmi") ? DotBlockPath::Avx512Vbmi
+                                                 : DotBlockPath::Avx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
     return DotBlockPath::Avx2;
 #endif
@@ -246,7 +247,7 @@ DotBlockPath cpuBestPath() {
 }
 
 std::atomic<DotBlockPath> &pathLimit() {
-  static std::atomic<DotBlockPath> limit{DotBlockPath::Avx512};
+  static std::atomic<DotBlockPath> limit{DotBlockPath::Avx512Vbmi};
   return limit;
 }
 
@@ -296,6 +297,10 @@ struct Avx512Body {
   static constexpr auto decodeNvfp4 = avx512::decodeNvfp4Rows;
   static constexpr auto fp8 = avx512::dotBlockFp8;
   static constexpr auto fp8ToHalves = avx512::fp8ToHalfScaled;
+};
+/// VBMI unpacks NVFP4 codes in one instruction; the rest is AVX-512's.
+struct Avx512VbmiBody : Avx512Body {
+  static constexpr auto nvfp4 = avx512vbmi::dotBlockNvfp4;
 };
 struct Avx2Body {
   static constexpr auto f32 = avx2::dotBlockF32;
@@ -370,7 +375,9 @@ void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const floa
   const WeightRows w = weights.from(first);
 #ifdef VOLT_CPU_AVX512
   const DotBlockPath path = dotBlockPath();
-  if (path == DotBlockPath::Avx512)
+  if (path == DotBlockPath::Avx512Vbmi)
+    dotBlockIn<Avx512VbmiBody>(w, rows, x, xStride, tokens, out, outStride, scratch);
+  else if (path == DotBlockPath::Avx512)
     dotBlockIn<Avx512Body>(w, rows, x, xStride, tokens, out, outStride, scratch);
   else if (path == DotBlockPath::Avx2)
     dotBlockIn<Avx2Body>(w, rows, x, xStride, tokens, out, outStride, scratch);

@@ -96,12 +96,12 @@ void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const floa
               std::vector<float> &scratch);
 
 /// The instruction sets dotBlock has a body for, in increasing order.
-enum class DotBlockPath : uint8_t { Portable, Avx2, Avx512 };
+enum class DotBlockPath : uint8_t { Portable, Avx2, Avx512, Avx512Vbmi };
 
 /// The path dotBlock runs on this CPU: the best it has, at most the limit.
 DotBlockPath dotBlockPath();
 
-/// Limits dotBlock to `limit` or below (Avx512: the CPU's best), so that
+/// Limits dotBlock to `limit` or below (Avx512Vbmi: the CPU's best), so that
 /// tests compare every path the CPU can run.
 void setDotBlockPathLimit(DotBlockPath limit);
 

@@ -137,17 +137,22 @@ BENCHMARK(BM_MoeGroupedLinearDecode)
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 
-// One decode token through a MoE layer's fused gate|up (SiluMul epilogue):
-// 128 experts of 2 x 768 rows, top 8. Args: threads.
-void BM_MoeGateUpDecode(benchmark::State &state) {
-  const int64_t experts = 128, topK = 8, hidden = 2048, inter = 768;
+/// One decode token through an NVFP4 MoE layer's fused gate|up (SiluMul
+/// epilogue) with `experts` experts of 2 x inter x hidden, those of `ids`
+/// chosen, over `layers` copies of the weights in turn (several: each call
+/// reads its experts from memory rather than from the caches).
+void runQGateUpDecode(benchmark::State &state, int64_t experts, int64_t hidden, int64_t inter,
+                      std::vector<int32_t> ids, int64_t layers) {
+  const int64_t topK = static_cast<int64_t>(ids.size());
   ThreadPool pool(static_cast<int>(state.range(0)));
   std::mt19937 rng(2);
-  RandomNvfp4 w(experts * 2 * inter, hidden, rng);
+  std::vector<RandomNvfp4> w;
+  for (int64_t l = 0; l < layers; ++l)
+    w.emplace_back(experts * 2 * inter, hidden, rng);
   std::vector<float> global(static_cast<size_t>(experts * 2), 1e-3f);
   std::vector<uint32_t> parts = {static_cast<uint32_t>(inter), static_cast<uint32_t>(inter)};
   std::vector<uint16_t> x = randomHalf(static_cast<size_t>(hidden), rng);
-  std::vector<int32_t> ids = {3, 17, 40, 41, 77, 90, 100, 127}, order(8), starts(experts + 1);
+  std::vector<int32_t> order(ids.size()), starts(static_cast<size_t>(experts + 1));
   moeAlign({1, topK, experts}, ids.data(), order.data(), starts.data());
   std::vector<uint16_t> out(static_cast<size_t>(topK * inter));
   MoeGroupedQLinearParams params;
@@ -160,14 +165,37 @@ void BM_MoeGateUpDecode(benchmark::State &state) {
   params.globalScales = global;
   params.gatherTokens = true;
   params.epilogue = Epilogue::SiluMul;
+  size_t layer = 0;
   for (auto _ : state) {
+    const RandomNvfp4 &m = w[layer];
+    layer = (layer + 1) % w.size();
     moeGroupedQLinear(params, x.data(), order.data(), starts.data(),
-                      {w.packed.data(), w.scales.data(), experts * 2 * inter, hidden}, out.data(),
+                      {m.packed.data(), m.scales.data(), experts * 2 * inter, hidden}, out.data(),
                       pool);
     benchmark::DoNotOptimize(out.data());
   }
-  // Bytes of the eight experts actually read.
-  state.SetBytesProcessed(state.iterations() * w.bytes() / experts * topK);
+  // Bytes of the chosen experts, read once per call.
+  state.SetBytesProcessed(state.iterations() * w[0].bytes() / experts * topK);
+}
+
+// The NVFP4 experts' gate|up of the issue-17 benchmark model (32 experts of
+// 2 x 512 x 1024, top 4) as a decode step meets it: 8 layers' experts
+// (160 MB) in turn. Args: threads.
+void BM_MoeQGateUpDecodeFromMemory(benchmark::State &state) {
+  runQGateUpDecode(state, 32, 1024, 512, {3, 17, 20, 31}, 8);
+}
+BENCHMARK(BM_MoeQGateUpDecodeFromMemory)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgNames({"threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// A Qwen3-30B-A3B layer's gate|up: 128 experts of 2 x 768 x 2048, top 8,
+// the same layer every call (its 14 MB of chosen experts partly cached).
+// Args: threads.
+void BM_MoeGateUpDecode(benchmark::State &state) {
+  runQGateUpDecode(state, 128, 2048, 768, {3, 17, 40, 41, 77, 90, 100, 127}, 1);
 }
 BENCHMARK(BM_MoeGateUpDecode)
     ->Arg(1)
@@ -279,7 +307,8 @@ int main(int argc, char **argv) {
     const std::string p = path;
     volt::cpu::detail::setDotBlockPathLimit(p == "portable" ? DotBlockPath::Portable
                                             : p == "avx2"   ? DotBlockPath::Avx2
-                                                            : DotBlockPath::Avx512);
+                                            : p == "avx512" ? DotBlockPath::Avx512
+                                                            : DotBlockPath::Avx512Vbmi);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -28,12 +28,13 @@ void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
       detail::activationScratch(), in, tokens, k, [](int64_t j) { return j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
   epilogue.siluUpOffset = silu ? n / 2 : -1;
-  const int64_t items = (columns + detail::kColumnGroup - 1) / detail::kColumnGroup;
+  const int64_t group = detail::columnGroup(columns, tokens, pool.threads());
+  const int64_t items = (columns + group - 1) / group;
   pool.parallelFor(items, 1, [&](int64_t begin, int64_t end) {
     detail::GemmScratch &scratch = detail::gemmScratch();
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t column0 = item * detail::kColumnGroup;
-      detail::gemmItem(column0, std::min(detail::kColumnGroup, columns - column0), x, tokens,
+      const int64_t column0 = item * group;
+      detail::gemmItem(column0, std::min(group, columns - column0), x, tokens,
                        k, epilogue, scratch, weights, [&](int64_t t, int64_t c, float y) {
                          if (outDtype == DType::F16)
                            static_cast<uint16_t *>(out)[t * columns + c] = floatToHalf(y);

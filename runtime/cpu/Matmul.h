@@ -1,6 +1,6 @@
 //===- Matmul.h - the shared body of Linear, QLinear and MoE GEMMs -*- C++ -*-===//
 //
-// Private to runtime/cpu. Work is split into items of up to kColumnGroup
+// Private to runtime/cpu. Work is split into items of columnGroup()
 // output columns; an item multiplies its weight rows against FP32 copies of
 // the activation rows (detail::dotBlock), a token tile at a time so the tile
 // stays in cache. Every accumulator is one detail::dot (Kernels.h), so
@@ -20,8 +20,23 @@
 
 namespace volt::cpu::detail {
 
-/// Output columns per work item.
+/// Output columns per work item, and what an item may grow to.
 inline constexpr int64_t kColumnGroup = 16;
+inline constexpr int64_t kMaxColumnGroup = 256;
+
+/// Output columns per work item for `columns` in all over `threads`, with
+/// at most `tokens` activation rows per item. At a few tokens an item only
+/// streams its weight rows once, and each jump between items (a fused
+/// gate|up item reads two regions) restarts the prefetchers: items grow to
+/// leave about four per thread (up to kMaxColumnGroup). With more tokens the
+/// rows an item decodes once are reread for every token group and must stay
+/// in cache: kColumnGroup.
+inline int64_t columnGroup(int64_t columns, int64_t tokens, int threads) {
+  if (tokens > 4)
+    return kColumnGroup;
+  const int64_t g = columns / (4 * std::max(threads, 1)) / kColumnGroup * kColumnGroup;
+  return std::clamp(g, kColumnGroup, kMaxColumnGroup);
+}
 
 /// FP32 copies of FP16 activation rows into `x` [rows, cols] (a buffer the
 /// calling thread reuses, see activationScratch): row j is in[source(j)].
@@ -159,6 +174,13 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
     int64_t expert;
     int64_t column0;
   };
+  int64_t active = 0, mostPairs = 0;
+  for (int64_t e = 0; e < experts; ++e)
+    if (const int64_t count = expertStarts[e + 1] - expertStarts[e]; count > 0) {
+      ++active;
+      mostPairs = std::max(mostPairs, count);
+    }
+  const int64_t group = columnGroup(active * columns, mostPairs, pool.threads());
   // The calling thread's buffer, named through a reference so that the
   // workers' lambda reads this thread's (not their own thread_local).
   static thread_local std::vector<Item> itemBuffer;
@@ -166,7 +188,7 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
   items.clear();
   for (int64_t e = 0; e < experts; ++e)
     if (expertStarts[e + 1] > expertStarts[e])
-      for (int64_t c0 = 0; c0 < columns; c0 += kColumnGroup)
+      for (int64_t c0 = 0; c0 < columns; c0 += group)
         items.push_back({e, c0});
 
   pool.parallelFor(static_cast<int64_t>(items.size()), 1, [&](int64_t begin, int64_t end) {
@@ -177,7 +199,7 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
       const int64_t count = expertStarts[item.expert + 1] - first;
       GemmEpilogue epilogue = epilogueOf(item.expert);
       epilogue.siluUpOffset = silu ? n / 2 : -1;
-      gemmItem(item.column0, std::min(kColumnGroup, columns - item.column0), x + first * k, count,
+      gemmItem(item.column0, std::min(group, columns - item.column0), x + first * k, count,
                k, epilogue, scratch, weights.from(item.expert * n),
                [&](int64_t j, int64_t c, float y) {
                  out[(first + j) * columns + c] = volt::floatToHalf(y);

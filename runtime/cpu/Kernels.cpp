@@ -11,7 +11,9 @@
 #ifdef VOLT_CPU_AVX512
 #include "runtime/cpu/DotBlockAvx2.h"
 #include "runtime/cpu/DotBlockAvx512.h"
+#include "runtime/cpu/DotBlockAvx512Bf16.h"
 #endif
+#include "runtime/cpu/Types.h"
 #include "runtime/numerics/Half.h"
 
 #include <algorithm>
@@ -207,6 +209,27 @@ void decodeNvfp4Row(const uint8_t *packed, const uint8_t *scales, int64_t cols, 
   decode(packed, scales, cols, out);
 }
 
+VOLT_CPU_CLONES
+void halfToBf16(const uint16_t *in, uint16_t *out, int64_t n, int64_t padTo) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t h = in[i];
+    // The FP32 bits of the half (as halfToFloat), then rounded to nearest
+    // even at bit 16; a NaN keeps its top mantissa bit set (quiet).
+    uint32_t magnitude = (h & 0x7FFFu) << 13;
+    uint32_t exp = h & 0x7C00u;
+    uint32_t normal = magnitude + 0x38000000u;
+    uint32_t special = magnitude | 0x7F800000u | select((h & 0x3FFu) != 0, 0x00400000u, 0u);
+    uint32_t subnormal =
+        std::bit_cast<uint32_t>(std::bit_cast<float>(magnitude + 0x38800000u) - 0x1p-14f);
+    uint32_t bits = select(exp == 0x7C00u, special, normal);
+    bits = select(exp == 0, subnormal, bits);
+    uint32_t rounded = select(exp == 0x7C00u, bits, bits + 0x7FFFu + ((bits >> 16) & 1u));
+    out[i] = static_cast<uint16_t>(rounded >> 16 | (h & 0x8000u));
+  }
+  for (int64_t i = n; i < padTo; ++i)
+    out[i] = 0;
+}
+
 void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     out[i] = static_cast<uint16_t>(((in[i] & 0x80u) << 8) | ((in[i] & 0x7Fu) << 7));
@@ -360,6 +383,54 @@ void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStri
 } // namespace
 #endif
 
+namespace {
+
+bool cpuHasBf16Dot() {
+#if defined(VOLT_CPU_AVX512) && defined(__GNUC__)
+  return cpuBestPath() == DotBlockPath::Avx512Vbmi && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+} // namespace
+
+void dotBlockBf16(const WeightRows &weights, int64_t first, int64_t rows, const uint16_t *x,
+                  int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+                  std::vector<float> &scratch) {
+  if (rows <= 0 || tokens <= 0)
+    return;
+#ifdef VOLT_CPU_AVX512
+  const WeightRows w = weights.from(first);
+  const int64_t cols = w.cols;
+  uint16_t *decoded = nullptr;
+  if (tokens > 4) {
+    scratch.resize(static_cast<size_t>((rows * bf16Stride(cols) + 1) / 2));
+    decoded = reinterpret_cast<uint16_t *>(scratch.data());
+  }
+  switch (w.format) {
+  case WeightRows::Format::F32:
+    avx512bf16::dotBlockF32(static_cast<const float *>(w.data), rows, cols, x, xStride, tokens,
+                            out, outStride, decoded);
+    return;
+  case WeightRows::Format::F16:
+    avx512bf16::dotBlockF16(static_cast<const uint16_t *>(w.data), rows, cols, x, xStride,
+                            tokens, out, outStride, decoded);
+    return;
+  case WeightRows::Format::Nvfp4:
+    avx512bf16::dotBlockNvfp4(static_cast<const uint8_t *>(w.data), w.scales, e4m3Values(), rows,
+                              cols, x, xStride, tokens, out, outStride, decoded);
+    return;
+  case WeightRows::Format::Fp8:
+    avx512bf16::dotBlockFp8(static_cast<const uint8_t *>(w.data), rows, cols, x, xStride, tokens,
+                            out, outStride, decoded);
+    return;
+  }
+#else
+  (void)weights, (void)first, (void)x, (void)xStride, (void)out, (void)outStride, (void)scratch;
+#endif
+}
+
 DotBlockPath dotBlockPath() {
   static const DotBlockPath best = cpuBestPath();
   return std::min(best, pathLimit().load(std::memory_order_relaxed));
@@ -389,3 +460,12 @@ void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const floa
 }
 
 } // namespace volt::cpu::detail
+
+namespace volt::cpu {
+
+bool fastNumericsAvailable() {
+  static const bool available = detail::cpuHasBf16Dot();
+  return available;
+}
+
+} // namespace volt::cpu

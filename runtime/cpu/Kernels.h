@@ -95,6 +95,26 @@ void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const floa
               int64_t xStride, int64_t tokens, float *out, int64_t outStride,
               std::vector<float> &scratch);
 
+/// Activation rows rounded to BF16 for dotBlockBf16: row t at t * stride,
+/// `stride` a multiple of kBf16Pair with zeros past the row's `cols`.
+inline constexpr int64_t kBf16Pair = 32;
+inline int64_t bf16Stride(int64_t cols) { return (cols + kBf16Pair - 1) / kBf16Pair * kBf16Pair; }
+
+/// FP16 bits to BF16 bits, round to nearest even (NaN stays NaN): out[i]
+/// for i < n, then zeros up to `padTo`.
+void halfToBf16(const uint16_t *in, uint16_t *out, int64_t n, int64_t padTo);
+
+/// Numerics::Fast's dotBlock (only where fastNumericsAvailable()):
+/// out[r * outStride + t] = the sum over i of bf16(w[r, i]) * x[t, i] in
+/// FP32, where bf16() rounds the decoded weight to nearest even (exact for
+/// NVFP4, FP8 and BF16-valued FP16) and `x` holds BF16 rows (bf16Stride);
+/// products are summed by vdpbf16ps in pairs into 16 lanes, then the lanes
+/// folded: another order than dot(), the same for every thread count.
+/// `scratch` holds decoded rows when there are more than a few tokens.
+void dotBlockBf16(const WeightRows &weights, int64_t first, int64_t rows, const uint16_t *x,
+                  int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+                  std::vector<float> &scratch);
+
 /// The instruction sets dotBlock has a body for, in increasing order.
 enum class DotBlockPath : uint8_t { Portable, Avx2, Avx512, Avx512Vbmi };
 

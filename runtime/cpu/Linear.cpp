@@ -22,10 +22,11 @@ const float *loadBias(const uint16_t *bias, int64_t n) {
 
 /// The body both ops share; `epilogue` has the scales and the bias.
 void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
-              detail::GemmEpilogue epilogue, bool silu, DType outDtype, void *out,
-              ThreadPool &pool, const detail::WeightRows &weights) {
-  const float *x = detail::loadActivations(
-      detail::activationScratch(), in, tokens, k, [](int64_t j) { return j; }, pool);
+              detail::GemmEpilogue epilogue, bool silu, DType outDtype, Numerics numerics,
+              void *out, ThreadPool &pool, const detail::WeightRows &weights) {
+  const detail::Activations x =
+      detail::loadActivations(detail::activationScratch(), in, tokens, k,
+                              detail::runsFast(numerics), [](int64_t j) { return j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
   epilogue.siluUpOffset = silu ? n / 2 : -1;
   const int64_t group = detail::columnGroup(columns, tokens, pool.threads());
@@ -53,7 +54,7 @@ void linear(const LinearParams &params, const uint16_t *in, const uint16_t *weig
   assert(k > 0 && n > 0 && params.tokens >= 0);
   detail::GemmEpilogue epilogue;
   epilogue.bias = loadBias(bias, n);
-  multiply(params.tokens, k, n, in, epilogue, false, params.outDtype, out, pool,
+  multiply(params.tokens, k, n, in, epilogue, false, params.outDtype, params.numerics, out, pool,
            detail::WeightRows::f16(weight, k));
 }
 
@@ -66,7 +67,7 @@ void fp8Linear(const LinearParams &params, const uint16_t *in, const Fp8Matrix &
   epilogue.rowScales = weight.rowScales;
   epilogue.rowScaleFactor = detail::kFp8RowsBias;
   epilogue.bias = loadBias(bias, n);
-  multiply(params.tokens, k, n, in, epilogue, false, params.outDtype, out, pool,
+  multiply(params.tokens, k, n, in, epilogue, false, params.outDtype, params.numerics, out, pool,
            detail::WeightRows::fp8(weight.bytes, k));
 }
 
@@ -88,7 +89,7 @@ void qlinear(const QLinearParams &params, const uint16_t *in, const Nvfp4Matrix 
     epilogue.parts = static_cast<int64_t>(ends.size());
   }
   epilogue.bias = loadBias(bias, n);
-  multiply(params.tokens, k, n, in, epilogue, silu, params.outDtype, out, pool,
+  multiply(params.tokens, k, n, in, epilogue, silu, params.outDtype, params.numerics, out, pool,
            detail::WeightRows::nvfp4(weight.packed, weight.scales, k));
 }
 

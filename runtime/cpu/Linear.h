@@ -22,6 +22,7 @@ struct LinearParams {
   int64_t outFeatures = 0;
   /// F16, or F32 for the router's and the LM head's logits.
   DType outDtype = DType::F16;
+  Numerics numerics = Numerics::Reference;
 };
 
 /// out[t, n] = round_out(dot(in[t], weight[n]) + bias[n]): products and the
@@ -51,6 +52,7 @@ struct QLinearParams {
   std::span<const float> globalScales;
   DType outDtype = DType::F16;
   Epilogue epilogue = Epilogue::None;
+  Numerics numerics = Numerics::Reference;
 };
 
 /// out[t, n] = round_out(dot(in[t], w[n]) * globalScale[part(n)] + bias[n]),

@@ -12,6 +12,7 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/numerics/Half.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/Types.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -38,27 +39,59 @@ inline int64_t columnGroup(int64_t columns, int64_t tokens, int threads) {
   return std::clamp(g, kColumnGroup, kMaxColumnGroup);
 }
 
-/// FP32 copies of FP16 activation rows into `x` [rows, cols] (a buffer the
-/// calling thread reuses, see activationScratch): row j is in[source(j)].
-template <typename Source>
-const float *loadActivations(std::vector<float> &x, const uint16_t *in, int64_t rows,
-                             int64_t cols, Source &&source, ThreadPool &pool) {
-  x.resize(static_cast<size_t>(rows * cols));
-  float *dst = x.data();
-  pool.parallelFor(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1)),
-                   [&](int64_t begin, int64_t end) {
-                     for (int64_t j = begin; j < end; ++j)
-                       halfToFloat(in + source(j) * cols, dst + j * cols, cols);
-                   });
-  return dst;
+/// A GEMM's activation rows: FP32 copies for the reference, BF16 (rounded
+/// to nearest even, zero-padded to bf16Stride) for Numerics::Fast; row t
+/// at t * stride of whichever is set.
+struct Activations {
+  const float *f32 = nullptr;
+  const uint16_t *bf16 = nullptr;
+  int64_t stride = 0;
+
+  Activations from(int64_t row) const {
+    return {f32 ? f32 + row * stride : nullptr, bf16 ? bf16 + row * stride : nullptr, stride};
+  }
+};
+
+/// Whether a GEMM asked for `numerics` runs the fast path here.
+inline bool runsFast(Numerics numerics) {
+  return numerics == Numerics::Fast && fastNumericsAvailable();
 }
 
-/// The calling thread's activation buffer for loadActivations: kept across
-/// ops, so a step allocates nothing once it has run at its largest shape.
-/// An op uses it from its calling thread only (ops are not reentrant).
-inline std::vector<float> &activationScratch() {
-  static thread_local std::vector<float> x;
+/// The calling thread's activation buffers: kept across ops, so a step
+/// allocates nothing once it has run at its largest shape. An op uses them
+/// from its calling thread only (ops are not reentrant).
+struct ActivationScratch {
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+};
+inline ActivationScratch &activationScratch() {
+  static thread_local ActivationScratch x;
   return x;
+}
+
+/// Copies of FP16 activation rows [rows, cols] in the form `fast` asks
+/// for (see Activations), in `x`: row j is in[source(j)].
+template <typename Source>
+Activations loadActivations(ActivationScratch &x, const uint16_t *in, int64_t rows, int64_t cols,
+                            bool fast, Source &&source, ThreadPool &pool) {
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1));
+  if (fast) {
+    const int64_t stride = bf16Stride(cols);
+    x.bf16.resize(static_cast<size_t>(rows * stride));
+    uint16_t *dst = x.bf16.data();
+    pool.parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j)
+        halfToBf16(in + source(j) * cols, dst + j * stride, cols, stride);
+    });
+    return {nullptr, dst, stride};
+  }
+  x.f32.resize(static_cast<size_t>(rows * cols));
+  float *dst = x.f32.data();
+  pool.parallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j)
+      halfToFloat(in + source(j) * cols, dst + j * cols, cols);
+  });
+  return {dst, nullptr, cols};
 }
 
 /// How a GEMM turns the FP32 dot of weight row r into its output:
@@ -115,10 +148,11 @@ inline GemmScratch &gemmScratch() {
 }
 
 /// Output columns [column0, column0 + columns) for `tokens` activation rows
-/// x [tokens, cols] against `weights` (its row r is output column r);
+/// x [tokens, cols] against `weights` (its row r is output column r), by
+/// dotBlock, or dotBlockBf16 when x holds BF16 rows;
 /// store(t, c, y) stores output column c of activation row t.
 template <typename Store>
-void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, int64_t cols,
+void gemmItem(int64_t column0, int64_t columns, const Activations &x, int64_t tokens, int64_t cols,
               const GemmEpilogue &epilogue, GemmScratch &scratch, const WeightRows &weights,
               Store &&store) {
   const bool silu = epilogue.siluUpOffset >= 0;
@@ -134,10 +168,16 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
   float *acc = scratch.acc.data();
   for (int64_t t0 = 0; t0 < tokens; t0 += tile) {
     const int64_t n = std::min(tile, tokens - t0);
-    dotBlock(weights, column0, columns, x + t0 * cols, cols, n, acc, tile, scratch.weights);
+    const Activations xt = x.from(t0);
+    auto block = [&](int64_t first, float *out) {
+      if (xt.bf16)
+        dotBlockBf16(weights, first, columns, xt.bf16, xt.stride, n, out, tile, scratch.weights);
+      else
+        dotBlock(weights, first, columns, xt.f32, xt.stride, n, out, tile, scratch.weights);
+    };
+    block(column0, acc);
     if (silu)
-      dotBlock(weights, column0 + epilogue.siluUpOffset, columns, x + t0 * cols, cols, n,
-               acc + columns * tile, tile, scratch.weights);
+      block(column0 + epilogue.siluUpOffset, acc + columns * tile);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t row = weightRow(r);
       const bool scaled = epilogue.partScales != nullptr || epilogue.rowScales != nullptr;
@@ -159,15 +199,15 @@ void gemmItem(int64_t column0, int64_t columns, const float *x, int64_t tokens, 
 /// the pairs' activations (row j is in[order[j] / topK] with gatherTokens,
 /// else in[j]), then one item per (expert with pairs, 16 output columns),
 /// run by gemmItem against expert e's rows weights.from(e * n) with
-/// epilogueOf(e) (its siluUpOffset is set here); out is FP16 [pairs,
-/// silu ? n / 2 : n].
+/// epilogueOf(e) (its siluUpOffset is set here) in `numerics`; out is FP16
+/// [pairs, silu ? n / 2 : n].
 template <typename EpilogueOf>
 void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expertStarts,
                  int64_t experts, int64_t topK, int64_t pairs, bool gatherTokens, int64_t k,
                  int64_t n, bool silu, const WeightRows &weights, EpilogueOf &&epilogueOf,
-                 uint16_t *out, ThreadPool &pool) {
-  const float *x = loadActivations(
-      activationScratch(), in, pairs, k,
+                 Numerics numerics, uint16_t *out, ThreadPool &pool) {
+  const Activations x = loadActivations(
+      activationScratch(), in, pairs, k, runsFast(numerics),
       [&](int64_t j) -> int64_t { return gatherTokens ? order[j] / topK : j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
   struct Item {
@@ -199,7 +239,7 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
       const int64_t count = expertStarts[item.expert + 1] - first;
       GemmEpilogue epilogue = epilogueOf(item.expert);
       epilogue.siluUpOffset = silu ? n / 2 : -1;
-      gemmItem(item.column0, std::min(group, columns - item.column0), x + first * k, count,
+      gemmItem(item.column0, std::min(group, columns - item.column0), x.from(first), count,
                k, epilogue, scratch, weights.from(item.expert * n),
                [&](int64_t j, int64_t c, float y) {
                  out[(first + j) * columns + c] = volt::floatToHalf(y);

@@ -61,6 +61,7 @@ struct MoeGroupedQLinearParams {
   /// already-sorted pairs (row j reads in[j]).
   bool gatherTokens = false;
   Epilogue epilogue = Epilogue::None;
+  Numerics numerics = Numerics::Reference;
 };
 
 /// out[j] = qlinear(in[gather(j)], expert e(j)) for j < T * k, where e(j) is
@@ -82,6 +83,7 @@ struct MoeGroupedLinearParams {
   int64_t outFeatures = 0;
   bool gatherTokens = false;
   Epilogue epilogue = Epilogue::None;
+  Numerics numerics = Numerics::Reference;
 };
 
 void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,

@@ -28,7 +28,8 @@ void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,
 
   detail::groupedGemm(in, order, expertStarts, experts, topK, pairs, params.gatherTokens, k, n,
                       silu, detail::WeightRows::f16(weight, k),
-                      [](int64_t) { return detail::GemmEpilogue{}; }, out, pool);
+                      [](int64_t) { return detail::GemmEpilogue{}; }, params.numerics, out,
+                      pool);
 }
 
 } // namespace volt::cpu

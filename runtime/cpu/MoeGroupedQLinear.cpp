@@ -44,7 +44,7 @@ void moeGroupedQLinear(const MoeGroupedQLinearParams &params, const uint16_t *in
         epilogue.parts = static_cast<int64_t>(parts);
         return epilogue;
       },
-      out, pool);
+      params.numerics, out, pool);
 }
 
 } // namespace volt::cpu

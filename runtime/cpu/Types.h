@@ -30,6 +30,21 @@ enum class Epilogue : uint8_t {
   SiluMul = 1,
 };
 
+/// How the GEMMs (Linear, QLinear and the grouped MoE ones) multiply.
+/// Reference: the contract of Kernels.h, the bits every GPU kernel and
+/// golden is checked against. Fast: activations rounded to BF16 and
+/// multiplied by the weights rounded to BF16 (exact for NVFP4, FP8 and
+/// weights that were BF16 before the plan held them in FP16) with
+/// vdpbf16ps, summed in FP32 in another order; on a CPU without
+/// AVX512_BF16 (fastNumericsAvailable() false) Fast runs Reference.
+enum class Numerics : uint8_t {
+  Reference = 0,
+  Fast = 1,
+};
+
+/// Whether this CPU (and build) runs Numerics::Fast as described above.
+bool fastNumericsAvailable();
+
 /// Bytes per element of `dtype`.
 inline constexpr size_t dtypeSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 

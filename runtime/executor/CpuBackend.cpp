@@ -41,6 +41,7 @@ AlignedBytes alignedZeros(uint64_t bytes) {
 struct CpuBackend::Shared {
   std::unique_ptr<cpu::Communicator> communicator;
   int threadsPerRank = 1;
+  cpu::Numerics numerics = cpu::Numerics::Reference;
   /// Candidates per sequence (0: none), the last candidate step's rows and
   /// how many sequences they hold (0: none to fetch).
   int candidates = 0;
@@ -98,6 +99,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   backend->shared_ = std::make_unique<Shared>();
   backend->shared_->threadsPerRank = std::max(1, threads / ranks);
+  backend->shared_->numerics = options.numerics;
   backend->shared_->communicator = std::make_unique<cpu::Communicator>(ranks);
   const int k = options.candidates;
   if (k < 0 || k > 256 || (k & (k - 1)) != 0 || static_cast<uint32_t>(k) > p.model()->vocab_size())
@@ -309,7 +311,7 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     const plan::Op *op = rs.rank->ops()->Get(opIndex);
     // The loader checked the kind: every kind has a runner.
     OpContext context(*rs.rank, rs.index, *op, batch, memory, *rs.pool, *shared_->communicator,
-                      rs.scratch);
+                      rs.scratch, shared_->numerics);
     runnerOf(op->kind())(context);
     if (observed)
       observe(rs, opIndex, *op, batch, logits);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/cpu/Types.h"
 #include "runtime/engine/StepBackend.h"
 #include "runtime/plan/PlanFile.h"
 #include "runtime/plan/StepOperands.h"
@@ -29,6 +30,11 @@ struct CpuBackendOptions {
   /// them, its rows being in host memory already; they let tests run the
   /// engine's candidate path, which the cuda backend takes, on real plans.
   int candidates = 0;
+  /// How the GEMMs multiply: Reference (the bits the GPU kernels and the
+  /// goldens are checked against) or Fast (BF16 activations and vdpbf16ps,
+  /// within the goldens' tolerance; Reference where the CPU lacks
+  /// AVX512_BF16 or VBMI, see cpu::fastNumericsAvailable).
+  cpu::Numerics numerics = cpu::Numerics::Reference;
 };
 
 /// One op of the step program, just run on one rank: what an op observer

@@ -42,9 +42,10 @@ class OpContext {
 public:
   OpContext(const plan::Rank &rank, uint32_t rankIndex, const plan::Op &op,
             const engine::StepBatch &batch, const RankMemory &memory, cpu::ThreadPool &pool,
-            cpu::Communicator &communicator, std::vector<uint16_t> &scratch)
+            cpu::Communicator &communicator, std::vector<uint16_t> &scratch,
+            cpu::Numerics numerics = cpu::Numerics::Reference)
       : rank(rank), rankIndex(rankIndex), op(op), batch(batch), pool(pool),
-        communicator(communicator), scratch(scratch), memory_(memory) {}
+        communicator(communicator), scratch(scratch), numerics(numerics), memory_(memory) {}
 
   const plan::Rank &rank;
   /// Rank.rank: the tensor-parallel rank running the op.
@@ -55,6 +56,8 @@ public:
   cpu::Communicator &communicator;
   /// FP16 rows on their way to an FP32 buffer.
   std::vector<uint16_t> &scratch;
+  /// How the GEMMs multiply (CpuBackendOptions::numerics).
+  cpu::Numerics numerics;
 
   /// The step's token count T and sequence count S.
   int64_t tokens() const { return batch.numTokens; }

@@ -86,6 +86,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
     executor::CpuBackendOptions cpuOptions;
     cpuOptions.threads = options.threads;
     cpuOptions.candidates = options.cpuCandidates;
+    cpuOptions.numerics = options.cpuNumerics;
     auto cpu = executor::CpuBackend::create(*s->loaded_, cpuOptions);
     if (!cpu)
       return cpu.error();
@@ -97,6 +98,11 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
     else
       s->backendReason_ = "the plan is for " + arch + " but no GPU is usable here (" + cudaError +
                           "); the cpu backend runs the same ops";
+    if (options.cpuNumerics == cpu::Numerics::Fast)
+      s->backendReason_ += cpu::fastNumericsAvailable()
+                               ? "; fast numerics (BF16 dot products)"
+                               : "; fast numerics asked, but this CPU lacks AVX512_BF16 or "
+                                 "AVX512_VBMI: reference numerics";
     s->backend_ = std::move(*cpu);
   }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "runtime/chat/ChatTemplate.h"
+#include "runtime/cpu/Types.h"
 #include "runtime/engine/Engine.h"
 #include "runtime/engine/GenerationDefaults.h"
 #include "runtime/plan/PlanFile.h"
@@ -34,6 +35,8 @@ struct SessionOptions {
   /// The cpu backend's sampling candidates per sequence (0: none; see
   /// CpuBackendOptions::candidates): for tests of the candidate path.
   int cpuCandidates = 0;
+  /// How the cpu backend's GEMMs multiply (CpuBackendOptions::numerics).
+  cpu::Numerics cpuNumerics = cpu::Numerics::Reference;
   /// Threads that sample a step's sequences (0: one per core, at most 8).
   /// The backend is idle while they run, so they may share its cores.
   int samplerThreads = 0;

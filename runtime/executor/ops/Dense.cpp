@@ -50,7 +50,7 @@ void runLinear(OpContext &c) {
   const auto *pm = c.op.params_as_LinearParams();
   const unsigned n = c.operandCount();
   const cpu::LinearParams params{c.rows(0), pm->dim(), pm->out_features(),
-                                 cpuDtype(pm->out_dtype())};
+                                 cpuDtype(pm->out_dtype()), c.numerics};
   if (const plan::WeightEntry *w = c.weight(1);
       w && w->layout() == plan::WeightLayout::Fp8RowScaled)
     cpu::fp8Linear(params, c.f16(0), c.fp8(1), n == 4 ? c.f16(2) : nullptr, c.pointer(n - 1),
@@ -71,6 +71,7 @@ void runQLinear(OpContext &c) {
   q.globalScales = c.globalScales(1);
   q.outDtype = cpuDtype(pm->out_dtype());
   q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
+  q.numerics = c.numerics;
   cpu::qlinear(q, c.f16(0), c.nvfp4(1), n == 4 ? c.f16(2) : nullptr, c.pointer(n - 1), c.pool);
 }
 

@@ -27,6 +27,7 @@ void runMoeGroupedQLinear(OpContext &c) {
   q.globalScales = c.globalScales(3);
   q.gatherTokens = pm->gather_tokens();
   q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
+  q.numerics = c.numerics;
   cpu::moeGroupedQLinear(q, c.f16(0), c.i32(1), c.i32(2), c.nvfp4(3), c.f16(4), c.pool);
 }
 
@@ -40,6 +41,7 @@ void runMoeGroupedLinear(OpContext &c) {
   q.outFeatures = pm->out_features();
   q.gatherTokens = pm->gather_tokens();
   q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
+  q.numerics = c.numerics;
   cpu::moeGroupedLinear(q, c.f16(0), c.i32(1), c.i32(2), c.f16(3), c.f16(4), c.pool);
 }
 

@@ -39,6 +39,12 @@ int main(int argc, char **argv) {
   app.add_option("--seed", seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", ignoreEos, "keep generating past end-of-sequence tokens");
   app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
+  std::string cpuNumerics = "reference";
+  app.add_option("--cpu-numerics", cpuNumerics,
+                 "cpu backend: reference (the bits the goldens and GPU kernels are checked "
+                 "against) or fast (BF16 activations and dot products; needs AVX512_BF16)")
+      ->check(CLI::IsMember({"reference", "fast"}))
+      ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)");
   app.add_flag("--print-ids", printIds, "also print the generated token ids");
   app.add_flag("--no-verify-checksums", noVerify,
@@ -56,6 +62,8 @@ int main(int argc, char **argv) {
   volt::serving::SessionOptions options;
   options.backend = backend;
   options.threads = threads;
+  options.cpuNumerics =
+      cpuNumerics == "fast" ? volt::cpu::Numerics::Fast : volt::cpu::Numerics::Reference;
   options.verifyChecksums = !noVerify;
   options.syntheticWeights = syntheticWeights;
   if (syntheticWeights)

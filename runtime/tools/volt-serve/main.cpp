@@ -58,6 +58,12 @@ int serve(int argc, char **argv) {
                  "names the model answers to (default: the plan's served_model_name); the "
                  "first is the one responses report");
   app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
+  std::string cpuNumerics = "reference";
+  app.add_option("--cpu-numerics", cpuNumerics,
+                 "cpu backend: reference (the bits the goldens and GPU kernels are checked "
+                 "against) or fast (BF16 activations and dot products; needs AVX512_BF16)")
+      ->check(CLI::IsMember({"reference", "fast"}))
+      ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)")
       ->capture_default_str();
   app.add_option("--sampler-threads", samplerThreads,
@@ -222,6 +228,8 @@ int serve(int argc, char **argv) {
   volt::serving::SessionOptions sessionOptions;
   sessionOptions.backend = backend;
   sessionOptions.threads = threads;
+  sessionOptions.cpuNumerics =
+      cpuNumerics == "fast" ? volt::cpu::Numerics::Fast : volt::cpu::Numerics::Reference;
   sessionOptions.samplerThreads = samplerThreads;
   sessionOptions.verifyChecksums = !noVerify;
   sessionOptions.syntheticWeights = syntheticWeights;

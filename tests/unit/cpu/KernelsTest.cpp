@@ -1,6 +1,7 @@
 // The inner loops the ops are built from: exact conversions, the documented
 // summation order, and NVFP4 decoding against runtime/numerics.
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Types.h"
 #include "runtime/numerics/Nvfp4.h"
 
 #include "TestUtil.h"
@@ -255,6 +256,110 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
     }
   }
   detail::setDotBlockPathLimit(Path::Avx512Vbmi);
+}
+
+
+/// FP32 to BF16 bits, round to nearest even (finite inputs): the test's
+/// own statement of the rounding the fast path is specified with.
+uint16_t bf16Bits(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+float bf16Value(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+/// halfToBf16 gives, for every FP16 value, the nearest BF16 value (ties to
+/// the even mantissa), keeps infinities and NaNs, and pads with zeros.
+TEST(Kernels, HalfToBf16RoundsEveryHalfToNearestEven) {
+  std::vector<uint16_t> halves(65536), out(65536 + 7, 0xABCD);
+  for (uint32_t h = 0; h < 65536; ++h)
+    halves[h] = static_cast<uint16_t>(h);
+  detail::halfToBf16(halves.data(), out.data(), 65536, 65536 + 7);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = halfToFloat(static_cast<uint16_t>(h));
+    const uint16_t b = out[h];
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(bf16Value(b))) << h;
+      continue;
+    }
+    if (std::isinf(f)) {
+      ASSERT_EQ(bf16Value(b), f) << h;
+      continue;
+    }
+    const double v = bf16Value(b), d = std::fabs(v - f);
+    // The two BF16 neighbours of b are no closer, and a tie goes to even.
+    for (int step : {-1, 1}) {
+      const uint16_t n = static_cast<uint16_t>(b + step);
+      if (std::isnan(bf16Value(n)))
+        continue; // 0's neighbour below is 0xFFFF
+      const double dn = std::fabs(static_cast<double>(bf16Value(n)) - f);
+      ASSERT_TRUE(d < dn || (d == dn && (b & 1u) == 0)) << "half " << h << " -> " << b;
+    }
+    ASSERT_EQ(std::signbit(bf16Value(b)), std::signbit(f)) << h;
+  }
+  for (int i = 0; i < 7; ++i)
+    ASSERT_EQ(out[65536 + static_cast<size_t>(i)], 0);
+}
+
+/// Numerics::Fast's dotBlockBf16 against the products of the BF16-rounded
+/// decoded weights and the BF16 activations summed in double: within FP32
+/// summation error of the sum of |products| (a wrong decode, a dropped
+/// tail or a misplaced row misses by far more), for every format, row
+/// count, token count (register decode and decode-once) and length (with
+/// and without partial pairs of 32).
+TEST(Kernels, DotBlockBf16MatchesBf16ProductsSummedExactly) {
+  if (!fastNumericsAvailable()) {
+    std::printf("dotBlockBf16: this CPU lacks AVX512_BF16 or VBMI; Numerics::Fast runs the "
+                "reference here (checked by the op tests)\n");
+    return;
+  }
+  using Format = detail::WeightRows::Format;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist;
+  for (Format format : {Format::F32, Format::F16, Format::Nvfp4, Format::Fp8}) {
+    std::vector<int64_t> lengths = {16, 32, 48, 1040};
+    if (format != Format::Nvfp4)
+      lengths = {1, 15, 16, 31, 33, 37, 100, 1041};
+    for (int64_t cols : lengths) {
+      const int64_t allRows = 21, first = 2;
+      BlockWeights w(format, allRows, cols, rng);
+      for (int64_t rows : {1, 3, 4, 7, 8, 13, 19}) {
+        for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
+          const int64_t xStride = detail::bf16Stride(cols) + 32, outStride = tokens + 2;
+          std::vector<uint16_t> halves(static_cast<size_t>(cols));
+          std::vector<uint16_t> x(static_cast<size_t>(tokens * xStride), 0x7FC0);
+          for (int64_t t = 0; t < tokens; ++t) {
+            for (auto &h : halves)
+              h = floatToHalf(std::ldexp(dist(rng), static_cast<int>(rng() % 16) - 8));
+            detail::halfToBf16(halves.data(), x.data() + t * xStride, cols,
+                               detail::bf16Stride(cols));
+          }
+          std::vector<float> out(static_cast<size_t>(rows * outStride), 12345.0f), scratch;
+          detail::dotBlockBf16(w.rows(format, cols), first, rows, x.data(), xStride, tokens,
+                               out.data(), outStride, scratch);
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t t = 0; t < tokens; ++t) {
+              double want = 0, magnitude = 0;
+              for (int64_t i = 0; i < cols; ++i) {
+                const double p =
+                    static_cast<double>(bf16Value(bf16Bits(w.decoded[(first + r) * cols + i]))) *
+                    bf16Value(x[static_cast<size_t>(t * xStride + i)]);
+                want += p;
+                magnitude += std::fabs(p);
+              }
+              const double got = out[static_cast<size_t>(r * outStride + t)];
+              const double bound = (static_cast<double>(cols) / 16 + 8) * 0x1p-23 * magnitude + 1e-30;
+              ASSERT_LE(std::fabs(got - want), bound)
+                  << "format " << static_cast<int>(format) << " cols " << cols << " rows "
+                  << rows << " tokens " << tokens << " at (" << r << ", " << t << ")";
+            }
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t t = tokens; t < outStride; ++t)
+              ASSERT_EQ(out[static_cast<size_t>(r * outStride + t)], 12345.0f);
+        }
+      }
+    }
+  }
 }
 
 } // namespace

@@ -166,6 +166,9 @@ TEST(MoeGroupedQLinear, EachRowIsTheExpertsQLinear) {
   std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * hidden), rng);
   std::vector<uint32_t> parts = {static_cast<uint32_t>(inter), static_cast<uint32_t>(inter)};
 
+  // Each numerics: the grouped rows equal that numerics' qlinear bit for
+  // bit (Fast sums in its own order, the same for any token count).
+  for (Numerics numerics : {Numerics::Reference, Numerics::Fast})
   for (Epilogue epilogue : {Epilogue::None, Epilogue::SiluMul}) {
     const int64_t width = epilogue == Epilogue::SiluMul ? inter : 2 * inter;
     std::vector<uint16_t> out(static_cast<size_t>(tokens * k * width), 0xFFFF);
@@ -179,6 +182,7 @@ TEST(MoeGroupedQLinear, EachRowIsTheExpertsQLinear) {
     params.globalScales = w.gateUp.globalScales;
     params.gatherTokens = true;
     params.epilogue = epilogue;
+    params.numerics = numerics;
     moeGroupedQLinear(params, x.data(), order.data(), starts.data(), w.gateUp.view(), out.data(),
                       pool);
     for (int64_t j = 0; j < tokens * k; ++j) {
@@ -191,12 +195,14 @@ TEST(MoeGroupedQLinear, EachRowIsTheExpertsQLinear) {
       single.partRows = parts;
       single.globalScales = {w.gateUp.globalScales.data() + 2 * e, 2};
       single.epilogue = epilogue;
+      single.numerics = numerics;
       Nvfp4Matrix m{w.gateUp.packed.data() + e * 2 * inter * hidden / 2,
                     w.gateUp.scales.data() + e * 2 * inter * hidden / 16, 2 * inter, hidden};
       std::vector<uint16_t> want(static_cast<size_t>(width));
       qlinear(single, x.data() + (pair / k) * hidden, m, nullptr, want.data(), pool);
       ASSERT_TRUE(std::equal(want.begin(), want.end(), out.begin() + j * width))
-          << "row " << j << " (pair " << pair << ", expert " << e << ")";
+          << "row " << j << " (pair " << pair << ", expert " << e << ", numerics "
+          << static_cast<int>(numerics) << ")";
     }
   }
 }

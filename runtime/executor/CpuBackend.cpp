@@ -41,7 +41,6 @@ AlignedBytes alignedZeros(uint64_t bytes) {
 struct CpuBackend::Shared {
   std::unique_ptr<cpu::Communicator> communicator;
   int threadsPerRank = 1;
-  cpu::Numerics numerics = cpu::Numerics::Reference;
   /// Candidates per sequence (0: none), the last candidate step's rows and
   /// how many sequences they hold (0: none to fetch).
   int candidates = 0;
@@ -78,7 +77,45 @@ struct CpuBackend::RankState {
   std::vector<uint16_t> scratch;
   /// The operand spans handed to the op observer.
   std::vector<std::span<const uint8_t>> observed;
+  /// Each op's numerics (Rank.ops order): the backend's, except for the
+  /// GEMMs that produce router logits (see routerGemmsInReference).
+  std::vector<cpu::Numerics> opNumerics;
 };
+
+namespace {
+
+/// `numerics` for every op of `rank`, except that the ops writing a
+/// MoeRouter's logits stay in Reference: a top-k decision is the fragile
+/// point of a MoE model (a near-tie flips on a rounding, docs/golden.md),
+/// and BF16 activations move the routing gaps several times more than the
+/// reference's FP16 ones, for a GEMM of num_experts columns that costs
+/// nothing next to the experts'.
+std::vector<cpu::Numerics> routerGemmsInReference(const plan::Rank &rank,
+                                                  cpu::Numerics numerics) {
+  const auto &ops = *rank.ops();
+  std::vector<cpu::Numerics> out(ops.size(), numerics);
+  if (numerics == cpu::Numerics::Reference)
+    return out;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    const plan::Op *router = ops.Get(i);
+    if (router->kind() != plan::OpKind::MoeRouter || router->operands()->size() == 0)
+      continue;
+    const plan::Operand *logits = router->operands()->Get(0);
+    if (logits->kind() != plan::OperandKind::Arena)
+      continue;
+    for (uint32_t j = 0; j < i; ++j) {
+      const auto *operands = ops.Get(j)->operands();
+      if (operands->size() == 0)
+        continue;
+      const plan::Operand *last = operands->Get(operands->size() - 1);
+      if (last->kind() == plan::OperandKind::Arena && last->index() == logits->index())
+        out[j] = cpu::Numerics::Reference;
+    }
+  }
+  return out;
+}
+
+} // namespace
 
 Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &loaded,
                                                        const CpuBackendOptions &options) {
@@ -99,7 +136,6 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   backend->shared_ = std::make_unique<Shared>();
   backend->shared_->threadsPerRank = std::max(1, threads / ranks);
-  backend->shared_->numerics = options.numerics;
   backend->shared_->communicator = std::make_unique<cpu::Communicator>(ranks);
   const int k = options.candidates;
   if (k < 0 || k > 256 || (k & (k - 1)) != 0 || static_cast<uint32_t>(k) > p.model()->vocab_size())
@@ -139,6 +175,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
                      " (" + std::to_string(state->hiddenBytes) + " bytes)");
     }
     state->pool = std::make_unique<cpu::ThreadPool>(backend->shared_->threadsPerRank);
+    state->opNumerics = routerGemmsInReference(*r, options.numerics);
     if (r->rank() != 0)
       state->outputScratch.assign(outputFloats, 0.0f);
     backend->ranks_.push_back(std::move(state));
@@ -311,7 +348,7 @@ void CpuBackend::runRank(RankState &rs, const engine::StepBatch &batch, std::spa
     const plan::Op *op = rs.rank->ops()->Get(opIndex);
     // The loader checked the kind: every kind has a runner.
     OpContext context(*rs.rank, rs.index, *op, batch, memory, *rs.pool, *shared_->communicator,
-                      rs.scratch, shared_->numerics);
+                      rs.scratch, rs.opNumerics[opIndex]);
     runnerOf(op->kind())(context);
     if (observed)
       observe(rs, opIndex, *op, batch, logits);

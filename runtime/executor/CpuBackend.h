@@ -31,8 +31,8 @@ struct CpuBackendOptions {
   /// engine's candidate path, which the cuda backend takes, on real plans.
   int candidates = 0;
   /// How the GEMMs multiply: Reference (the bits the GPU kernels and the
-  /// goldens are checked against) or Fast (BF16 activations and vdpbf16ps,
-  /// within the goldens' tolerance; Reference where the CPU lacks
+  /// goldens are checked against) or Fast (BF16 activations and vdpbf16ps
+  /// for every GEMM but the MoE routers'; Reference where the CPU lacks
   /// AVX512_BF16 or VBMI, see cpu::fastNumericsAvailable).
   cpu::Numerics numerics = cpu::Numerics::Reference;
 };

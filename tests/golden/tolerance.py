@@ -21,6 +21,20 @@ TOLERANCE = {
     "min_margin_for_token": 0.01,   # before the first tie, argmax must match where top1 - top2 >= this
 }
 
+# The cpu backend's opt-in fast numerics (--cpu-numerics fast) rounds every
+# GEMM's activations to BF16 and sums BF16 products (vdpbf16ps); its routers
+# stay in the reference numerics. Measured on the committed cases it moves
+# logits up to 0.015 x row max before the first tie and routing gaps across
+# the reference's thresholds, so it is held to the same rule with these
+# constants (tests/e2e/golden/GoldenTest.cpp, docs/golden.md "Fast numerics").
+FAST_TOLERANCE = {
+    "tie_router_gap": 0.002,
+    "rtol_before_tie": 0.03,
+    "rtol_after_tie": 0.1,
+    "tie_router_gap_after_tie": 0.015,
+    "min_margin_for_token": 0.02,
+}
+
 
 def first_tie(router_gaps):
     """First position with a near-tie top-k routing decision in any MoE layer, or None."""

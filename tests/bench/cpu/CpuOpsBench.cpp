@@ -42,7 +42,7 @@ struct RandomNvfp4 {
   int64_t bytes() const { return static_cast<int64_t>(packed.size() + scales.size()); }
 };
 
-// Args: N, K, T, threads.
+// Args: N, K, T, threads, fast (0: Numerics::Reference, 1: Fast).
 void BM_QLinear(benchmark::State &state) {
   const int64_t n = state.range(0), k = state.range(1), tokens = state.range(2);
   ThreadPool pool(static_cast<int>(state.range(3)));
@@ -56,6 +56,7 @@ void BM_QLinear(benchmark::State &state) {
   params.inFeatures = k;
   params.outFeatures = n;
   params.globalScales = global;
+  params.numerics = state.range(4) ? Numerics::Fast : Numerics::Reference;
   for (auto _ : state) {
     qlinear(params, x.data(), {w.packed.data(), w.scales.data(), n, k}, nullptr, out.data(), pool);
     benchmark::DoNotOptimize(out.data());
@@ -70,14 +71,15 @@ void qlinearArgs(benchmark::internal::Benchmark *b) {
   for (int64_t n : {768, 4096}) // an expert's gate (or up) 768x2048; q_proj 4096x2048
     for (int64_t tokens : {1, 64})
       for (int64_t threads : {1, 2})
-        b->Args({n, 2048, tokens, threads});
-  b->ArgNames({"N", "K", "T", "threads"})->UseRealTime()->Unit(benchmark::kMicrosecond);
+        for (int64_t fast : {0, 1})
+          b->Args({n, 2048, tokens, threads, fast});
+  b->ArgNames({"N", "K", "T", "threads", "fast"})->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 BENCHMARK(BM_QLinear)->Apply(qlinearArgs);
 
 // FP16 (BF16-checkpoint) linears: q_proj of the issue-17 benchmark model
 // (1024 x 1024) and a 32,768-row slice of its LM head (FP32 logits), at
-// T = 1 and 8. Args: N, T, threads.
+// T = 1 and 8. Args: N, T, threads, fast.
 void BM_Linear(benchmark::State &state) {
   const int64_t n = state.range(0), k = 1024, tokens = state.range(1);
   ThreadPool pool(static_cast<int>(state.range(2)));
@@ -90,6 +92,7 @@ void BM_Linear(benchmark::State &state) {
   params.inFeatures = k;
   params.outFeatures = n;
   params.outDtype = DType::F32;
+  params.numerics = state.range(3) ? Numerics::Fast : Numerics::Reference;
   for (auto _ : state) {
     linear(params, x.data(), w.data(), nullptr, out.data(), pool);
     benchmark::DoNotOptimize(out.data());
@@ -97,11 +100,8 @@ void BM_Linear(benchmark::State &state) {
   state.SetBytesProcessed(state.iterations() * n * k * 2);
 }
 BENCHMARK(BM_Linear)
-    ->Args({1024, 1, 1})
-    ->Args({32768, 1, 1})
-    ->Args({32768, 1, 2})
-    ->Args({32768, 8, 2})
-    ->ArgNames({"N", "T", "threads"})
+    ->ArgsProduct({{1024, 32768}, {1, 8}, {1, 2}, {0, 1}})
+    ->ArgNames({"N", "T", "threads", "fast"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

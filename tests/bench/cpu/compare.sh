@@ -26,9 +26,11 @@
 # code before it in the same run.
 #
 # Each round runs, one after the other: volt-run on each plan (32-token
-# prompt, 64 greedy tokens), llama-bench on each GGUF (pp32, tg64), HF eager
+# prompt, 64 greedy tokens; BF16 and mixed also with --cpu-numerics fast,
+# recorded as "fast-..."), llama-bench on each GGUF (pp32, tg64), HF eager
 # bf16 (tests/bench/cpu/hf_decode.py), then eight concurrent sequences:
-# volt-serve + volt-bench (8 requests of 32 + 64 tokens at concurrency 8) and
+# volt-serve + volt-bench (8 requests of 32 + 64 tokens at concurrency 8;
+# again with --cpu-numerics fast) and
 # llama-batched-bench (-npp 32 -ntg 64 -npl 8). The medians over the rounds
 # and the ratios are printed at the end.
 set -euo pipefail
@@ -90,10 +92,11 @@ port=$((20000 + RANDOM % 20000))
 # record NAME VALUE: one measurement of this round.
 record() { echo "$1 $2" >> "$results"; }
 
-volt_single() { # FORMAT [BIN_DIR NAME]
-  local err dir=${2:-$bin} name=${3:-volt}
+volt_single() { # FORMAT [BIN_DIR NAME [NUMERICS]]
+  local err dir=${2:-$bin} name=${3:-volt} numerics=()
+  [[ -n ${4:-} ]] && numerics=(--cpu-numerics "$4")
   err=$("$dir/volt-run" --threads "$threads" --prompt-ids "$prompt" --max-tokens 64 --ignore-eos \
-          "$work/plan-$1/plan.vplan" 2>&1 > /dev/null | tail -1)
+          "${numerics[@]}" "$work/plan-$1/plan.vplan" 2>&1 > /dev/null | tail -1)
   record "$name-$1-decode" "$(sed -n 's/.* \([0-9.]*\) tokens\/s after it.*/\1/p' <<< "$err")"
   record "$name-$1-prompt-ms" "$(sed -n 's/.*time to first token \([0-9.]*\) ms.*/\1/p' <<< "$err")"
 }
@@ -121,9 +124,10 @@ hf_single() {
   record hf-bf16-prompt-ms "$(sed -n 's/.*prompt_ms=\([0-9.]*\).*/\1/p' <<< "$line")"
 }
 
-volt_batch() { # FORMAT
-  local pid
-  "$bin/volt-serve" --host 127.0.0.1 --port "$port" --threads "$threads" \
+volt_batch() { # FORMAT [NAME NUMERICS]
+  local pid name=${2:-volt} numerics=()
+  [[ -n ${3:-} ]] && numerics=(--cpu-numerics "$3")
+  "$bin/volt-serve" --host 127.0.0.1 --port "$port" --threads "$threads" "${numerics[@]}" \
     "$work/plan-$1/plan.vplan" > "$work/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
@@ -135,13 +139,13 @@ volt_batch() { # FORMAT
   kill "$pid"
   # SIGTERM is a graceful stop: volt-serve exits 0.
   wait "$pid" || { log "volt-serve exited with $? (log: $work/serve.log)"; exit 1; }
-  python3 - "$1" "$work/out.txt" >> "$results" <<'EOF'
+  python3 - "$1" "$work/out.txt" "$name" >> "$results" <<'EOF'
 import json, sys
 row = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
 # Decode rate of the batch (as llama-batched-bench's S_TG): 8 sequences,
 # one token each per TPOT; and the whole run's output tokens per second.
-print("volt-%s-batch8-decode %.2f" % (sys.argv[1], 8e3 / row["tpot_mean_ms"]))
-print("volt-%s-batch8-overall %.2f" % (sys.argv[1], row["output_tokens_per_second"]))
+print("%s-%s-batch8-decode %.2f" % (sys.argv[3], sys.argv[1], 8e3 / row["tpot_mean_ms"]))
+print("%s-%s-batch8-overall %.2f" % (sys.argv[3], sys.argv[1], row["output_tokens_per_second"]))
 EOF
 }
 
@@ -171,6 +175,8 @@ for round in $(seq 0 "$rounds"); do
   volt_single nvfp4
   volt_single mixed
   llama_single q4_0 "$work/q4_0.gguf"
+  volt_single bf16 "$bin" fast fast
+  volt_single mixed "$bin" fast fast
   if [[ -n ${OLD_BIN:-} ]]; then
     volt_single bf16 "$OLD_BIN" before
     volt_single mixed "$OLD_BIN" before
@@ -180,6 +186,8 @@ for round in $(seq 0 "$rounds"); do
   llama_batch bf16 "$work/bf16.gguf"
   volt_batch mixed
   llama_batch q4_0 "$work/q4_0.gguf"
+  volt_batch bf16 fast fast
+  volt_batch mixed fast fast
 done
 
 python3 - "$results" <<'EOF'
@@ -207,6 +215,13 @@ ratio("32-token prompt, volt BF16 vs llama.cpp BF16", "volt-bf16-prompt-ms", "ll
 ratio("32-token prompt, volt mixed vs llama.cpp Q4_0", "volt-mixed-prompt-ms", "llama-q4_0-prompt-ms", True)
 ratio("batch 8 decode, volt BF16 / llama.cpp BF16", "volt-bf16-batch8-decode", "llama-bf16-batch8-decode")
 ratio("batch 8 decode, volt mixed / llama.cpp Q4_0", "volt-mixed-batch8-decode", "llama-q4_0-batch8-decode")
+ratio("fast: decode, volt BF16 / llama.cpp BF16", "fast-bf16-decode", "llama-bf16-decode")
+ratio("fast: decode, volt BF16 / HF bf16", "fast-bf16-decode", "hf-bf16-decode")
+ratio("fast: decode, volt mixed / llama.cpp Q4_0", "fast-mixed-decode", "llama-q4_0-decode")
+ratio("fast: 32-token prompt, volt BF16 vs llama.cpp BF16", "fast-bf16-prompt-ms", "llama-bf16-prompt-ms", True)
+ratio("fast: 32-token prompt, volt mixed vs llama.cpp Q4_0", "fast-mixed-prompt-ms", "llama-q4_0-prompt-ms", True)
+ratio("fast: batch 8 decode, volt BF16 / llama.cpp BF16", "fast-bf16-batch8-decode", "llama-bf16-batch8-decode")
+ratio("fast: batch 8 decode, volt mixed / llama.cpp Q4_0", "fast-mixed-batch8-decode", "llama-q4_0-batch8-decode")
 ratio("decode, volt BF16 / OLD_BIN's volt", "volt-bf16-decode", "before-bf16-decode")
 ratio("decode, volt mixed / OLD_BIN's volt", "volt-mixed-decode", "before-mixed-decode")
 ratio("32-token prompt, volt BF16 vs OLD_BIN's volt", "volt-bf16-prompt-ms", "before-bf16-prompt-ms", True)

@@ -38,7 +38,7 @@ template <typename Done> bool spinUntil(Done &&done) {
 ThreadPool::ThreadPool(int threads) : threads_(std::max(threads, 1)) {
   workers_.reserve(static_cast<size_t>(threads_ - 1));
   for (int i = 1; i < threads_; ++i)
-    workers_.emplace_back([this, i] { workerLoop(i); });
+    workers_.emplace_back([this] { workerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -51,13 +51,16 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
-void ThreadPool::runChunk(int chunk) {
-  if (chunk >= chunks_)
-    return;
-  int64_t begin = count_ * chunk / chunks_;
-  int64_t end = count_ * (chunk + 1) / chunks_;
-  if (begin < end)
-    trampoline_(fn_, begin, end);
+void ThreadPool::runChunks() {
+  for (;;) {
+    const int chunk = nextChunk_.fetch_add(1, std::memory_order_relaxed);
+    if (chunk >= chunks_)
+      return;
+    int64_t begin = count_ * chunk / chunks_;
+    int64_t end = count_ * (chunk + 1) / chunks_;
+    if (begin < end)
+      trampoline_(fn_, begin, end);
+  }
 }
 
 void ThreadPool::run(int64_t count, int64_t grain, void *fn, Trampoline trampoline) {
@@ -65,8 +68,12 @@ void ThreadPool::run(int64_t count, int64_t grain, void *fn, Trampoline trampoli
     return;
   grain = std::max<int64_t>(grain, 1);
   int64_t byGrain = (count + grain - 1) / grain;
-  int chunks = static_cast<int>(std::min<int64_t>(threads_, byGrain));
-  if (chunks <= 1) {
+  // kChunksPerThread chunks per thread, taken in turn by whichever thread
+  // is free: a thread that the machine slows down (another process, a
+  // busy sibling hyperthread) leaves its share to the others instead of
+  // holding up the op.
+  int chunks = static_cast<int>(std::min<int64_t>(int64_t{threads_} * kChunksPerThread, byGrain));
+  if (chunks <= 1 || threads_ == 1) {
     trampoline(fn, 0, count);
     return;
   }
@@ -74,6 +81,7 @@ void ThreadPool::run(int64_t count, int64_t grain, void *fn, Trampoline trampoli
   chunks_ = chunks;
   fn_ = fn;
   trampoline_ = trampoline;
+  nextChunk_.store(0, std::memory_order_relaxed);
   pending_.store(threads_ - 1, std::memory_order_relaxed);
   {
     // Under the mutex, so that a worker about to sleep sees the new job.
@@ -81,7 +89,7 @@ void ThreadPool::run(int64_t count, int64_t grain, void *fn, Trampoline trampoli
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  runChunk(0);
+  runChunks();
   auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
   if (spinUntil(finished))
     return;
@@ -89,7 +97,7 @@ void ThreadPool::run(int64_t count, int64_t grain, void *fn, Trampoline trampoli
   done_.wait(lock, finished);
 }
 
-void ThreadPool::workerLoop(int index) {
+void ThreadPool::workerLoop() {
   uint64_t seen = 0;
   for (;;) {
     auto newJob = [&] { return generation_.load(std::memory_order_acquire) != seen; };
@@ -100,7 +108,7 @@ void ThreadPool::workerLoop(int index) {
         return;
     }
     seen = generation_.load(std::memory_order_acquire);
-    runChunk(index);
+    runChunks();
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // Under the mutex, so that a caller about to sleep sees the count.
       std::lock_guard<std::mutex> lock(mutex_);

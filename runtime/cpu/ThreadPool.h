@@ -1,9 +1,10 @@
 //===- ThreadPool.h - the worker threads the cpu ops split work over -*- C++ -*-===//
 //
 // Every cpu op takes a ThreadPool and splits its outputs into contiguous
-// ranges, one per worker. Each output element is computed by one worker with
-// the same code whatever the split, so results do not depend on the thread
-// count (the tests check 1 vs 4 threads bit for bit).
+// ranges, which the threads take in turn. Each output element is computed by
+// one thread with the same code whatever the split, so results do not depend
+// on the thread count or on which thread ran what (the tests check 1 vs 4
+// threads bit for bit).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -42,6 +43,10 @@ public:
   /// before it blocks.
   static constexpr int kSpinMicroseconds = 200;
 
+  /// Chunks a parallelFor is cut into per thread (fewer where `grain`
+  /// allows fewer); each thread takes the next chunk when it is done.
+  static constexpr int kChunksPerThread = 4;
+
   /// Calls body(begin, end) over contiguous ranges covering [0, count) and
   /// returns when all have finished. Ranges hold at least `grain` items (the
   /// last may hold fewer), so tiny loops do not pay for waking threads.
@@ -54,8 +59,8 @@ public:
 private:
   using Trampoline = void (*)(void *, int64_t, int64_t);
   void run(int64_t count, int64_t grain, void *fn, Trampoline trampoline);
-  void workerLoop(int index);
-  void runChunk(int chunk);
+  void workerLoop();
+  void runChunks();
 
   int threads_;
   std::vector<std::thread> workers_;
@@ -68,6 +73,7 @@ private:
   bool stopping_ = false;
   std::atomic<int> pending_{0};
   int chunks_ = 0;
+  std::atomic<int> nextChunk_{0};
   int64_t count_ = 0;
   void *fn_ = nullptr;
   Trampoline trampoline_ = nullptr;

@@ -13,23 +13,18 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     dense_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u16 *weight,
                    u16 *out, int tokens) {
   VOLT_DYNAMIC_SHARED(u16, shared);
-  int group = 0;
-  const int expert =
-      moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);
-  if (expert < 0)
+  const moe::GemmGroup g = moe::gemmGroup<VOLT_EXPERTS, Config::TileM>(expertStarts);
+  if (g.expert < 0)
     return;
-  const int first = expertStarts[expert] + group * Config::TileM;
   gemm::TileIo io;
   io.weights = reinterpret_cast<const u8 *>(weight);
   io.blockScales = nullptr;
-  io.expert = expert;
-  io.tokens = min(expertStarts[expert + 1] - first, Config::TileM);
+  io.expert = g.expert;
+  io.tokens = g.tokens;
   auto actRow = [=](int m) {
-    const int j = first + m;
-    const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;
-    return in + static_cast<i64>(source) * Config::K;
+    return moe::pairRow<Config::K, VOLT_TOP_K, VOLT_GATHER>(in, order, g.first + m);
   };
-  auto outRow = [=](int m) { return first + m; };
+  auto outRow = [=](int m) { return g.first + m; };
   auto noScales = [](int, int) { return 1.0f; };
   gemm::runTile<Config>(blockIdx.x, io, actRow, outRow, noScales, nullptr, out, shared);
 }

@@ -19,24 +19,19 @@ extern "C" __global__ void __launch_bounds__(VOLT_THREADS)
     nvfp4_moe_gemm(const u16 *in, const int *order, const int *expertStarts, const u8 *packed,
                    const u8 *blockScales, u16 *out, int tokens, const float *__restrict__ scales) {
   VOLT_DYNAMIC_SHARED(u16, shared);
-  int group = 0;
-  const int expert =
-      moe::findExpertGroup<VOLT_EXPERTS>(expertStarts, blockIdx.y, Config::TileM, group);
-  if (expert < 0)
+  const moe::GemmGroup g = moe::gemmGroup<VOLT_EXPERTS, Config::TileM>(expertStarts);
+  if (g.expert < 0)
     return;
-  const int first = expertStarts[expert] + group * Config::TileM;
   gemm::TileIo io;
   io.weights = packed;
   io.blockScales = blockScales;
-  io.expert = expert;
-  io.tokens = min(expertStarts[expert + 1] - first, Config::TileM);
+  io.expert = g.expert;
+  io.tokens = g.tokens;
   // EXPERTS x PARTS f32 values in the weight entry, after its block scales.
   auto scaleOf = [&](int e, int part) { return scales[e * VOLT_PARTS + part]; };
   auto actRow = [=](int m) {
-    const int j = first + m;
-    const int source = VOLT_GATHER ? order[j] / VOLT_TOP_K : j;
-    return in + static_cast<i64>(source) * Config::K;
+    return moe::pairRow<Config::K, VOLT_TOP_K, VOLT_GATHER>(in, order, g.first + m);
   };
-  auto outRow = [=](int m) { return first + m; };
+  auto outRow = [=](int m) { return g.first + m; };
   gemm::runTile<Config>(blockIdx.x, io, actRow, outRow, scaleOf, nullptr, out, shared);
 }

@@ -290,9 +290,9 @@ private:
         w.getDefiningOp()->setAttr("scale_names",
                                    b_.getStrArrayAttr(SmallVector<StringRef>(
                                        fp8Scales.begin(), fp8Scales.end())));
-      // Every part FP8 with a scale per tensor or per row: kept as E4M3
-      // with row scales (experts stay FP16: the grouped GEMMs read no FP8).
-      if (allFp8Rows && experts == 0)
+      // Every part FP8 with a scale per tensor or per row (of every
+      // expert): kept as E4M3 with row scales.
+      if (allFp8Rows)
         w.getDefiningOp()->setAttr("fp8_rows", b_.getUnitAttr());
       return w;
     }
@@ -481,6 +481,14 @@ Value Importer::moe(Value h, const model::Moe &l) {
   Value d = gu ? linearWeight(down, true) : Value();
   if (!d)
     return {};
+  // The experts' two GEMMs run one kernel family: FP8 rows only when both
+  // the gate|up and the down weights are (a mixed export's FP8 half is
+  // held in FP16 like other FP8 weights the kernels cannot read as such).
+  auto gw = gu.getDefiningOp<ir::WeightOp>(), dw = d.getDefiningOp<ir::WeightOp>();
+  if (gw && dw && gw.getFp8Rows() != dw.getFp8Rows()) {
+    gw->removeAttr("fp8_rows");
+    dw->removeAttr("fp8_rows");
+  }
   Value y = b_.create<ir::MoeExpertsOp>(where, h.getType(), h, router.getIds(), router.getWeights(),
                                         gu, d);
   if (l.sharedExpert) {

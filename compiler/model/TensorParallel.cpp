@@ -57,12 +57,16 @@ bool quantizedByDefault(const Linear &linear) {
 RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
   const ModelConfig &c = model.config;
   RankWeights r;
+  // FP8 rows: a linear's own, or an expert's when all of its experts'
+  // gate, up and down are (the importer's rule: both grouped GEMMs FP8).
+  bool expertsFp8Rows = true;
+  auto fp8Rows = [](const Linear &lin) { return lin.isFp8() && !lin.fp8BlockScaled; };
   auto add = [&](const Linear &lin, int64_t out, int64_t in, bool expert = false) {
     uint64_t n = static_cast<uint64_t>(out) * static_cast<uint64_t>(in);
     bool nvfp4 = lin.isNvfp4() || (quantize && !lin.isFp8() && quantizedByDefault(lin));
     if (nvfp4)
       r.nvfp4Bytes += n / 2 + n / nvfp4::kBlockSize + 4;
-    else if (lin.isFp8() && !lin.fp8BlockScaled && !expert)
+    else if (fp8Rows(lin) && (!expert || expertsFp8Rows))
       r.fp8Bytes += n + 4 * static_cast<uint64_t>(out);
     else
       r.denseBytes += n * 2;
@@ -105,6 +109,9 @@ RankWeights weightsPerRank(const Model &model, int tp, bool quantize) {
     }
     const Moe &moe = *l.moe();
     add(moe.router, c.numExperts, c.hiddenSize);
+    expertsFp8Rows = true;
+    for (const GatedMlp &e : moe.experts)
+      expertsFp8Rows = expertsFp8Rows && fp8Rows(e.gate) && fp8Rows(e.up) && fp8Rows(e.down);
     for (const GatedMlp &e : moe.experts)
       mlp(e, c.moeIntermediateSize, true);
     if (moe.sharedExpert)

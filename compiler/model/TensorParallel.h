@@ -28,8 +28,8 @@ bool quantizedByDefault(const Linear &linear);
 struct RankWeights {
   uint64_t nvfp4Bytes = 0;
   /// FP8 linears scaled per tensor or per row, kept as E4M3 (a byte per
-  /// weight, 4 per row for its scale); block-scaled FP8 and FP8 experts
-  /// count as dense FP16.
+  /// weight, 4 per row for its scale), experts too where every expert's
+  /// gate, up and down are; block-scaled FP8 counts as dense FP16.
   uint64_t fp8Bytes = 0;
   uint64_t denseBytes = 0;
   uint64_t total() const { return nvfp4Bytes + fp8Bytes + denseBytes; }

@@ -179,7 +179,12 @@ ArrayAttr select(Builder &b, Operation *op, const TargetInfo &t) {
             return gemmVariants(t, "nvfp4_moe_gemv", "nvfp4_moe_gemm", lastDim(m.getResult()));
           })
           .Case<MoeExpertsOp>([&](MoeExpertsOp m) {
-            return gemmVariants(t, "dense_moe_gemv", "dense_moe_gemm", lastDim(m.getResult()));
+            // Experts kept as E4M3 rows (both weights fp8_rows, see
+            // volt.weight) have their own grouped kernels.
+            auto w = m.getGateUp().getDefiningOp<WeightOp>();
+            const bool fp8 = w && w.getFp8Rows();
+            return gemmVariants(t, fp8 ? "fp8_moe_gemv" : "dense_moe_gemv",
+                                fp8 ? "fp8_moe_gemm" : "dense_moe_gemm", lastDim(m.getResult()));
           })
           .Case<AttentionOp>([&](AttentionOp a) { return attentionVariants(a, t); })
           .Case<GatedDeltaRuleOp>(

@@ -78,8 +78,8 @@ LogicalResult StateOp::verify() {
 LogicalResult WeightOp::verify() {
   if (getLayout() != "dense" && getLayout() != "nvfp4" && getLayout() != "fp8")
     return emitOpError() << "unknown layout '" << getLayout() << "' (valid: dense, nvfp4, fp8)";
-  if (getLayout() == "fp8" && (!getScaleNames() || getExperts() > 0))
-    return emitOpError() << "an fp8 weight needs scale_names and no experts";
+  if (getLayout() == "fp8" && !getScaleNames())
+    return emitOpError() << "an fp8 weight needs scale_names";
   if (getNames().empty() || getPartRows().empty())
     return emitOpError() << "needs checkpoint tensor names and part_rows";
   if (getLayout() == "nvfp4" && !getGlobalScales())

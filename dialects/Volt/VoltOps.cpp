@@ -176,9 +176,9 @@ LogicalResult WeightOp::verify() {
         allScaled &= !cast<StringAttr>(a).getValue().empty();
     if (!allScaled)
       return emitOpError() << "has fp8_rows but not a scale for every name";
-    if (getExperts() > 0 || getAddOne())
-      return emitOpError() << "has fp8_rows with experts or add_one (FP8 rows serve linear "
-                              "layers only)";
+    if (getAddOne())
+      return emitOpError() << "has fp8_rows with add_one (FP8 rows serve linear layers and "
+                              "experts only)";
   }
   return verifyShards(*this, getShards(), getPartRows().size(), getResult().getType().getRank());
 }

@@ -47,7 +47,8 @@ def Volt_WeightOp : Volt_Op<"weight", [Pure]> {
     in FP32 and rounded once to the result's element type when packed:
     FP8 checkpoints run weight-only, stored in FP16 on GPUs without FP8
     arithmetic. With `fp8_rows` (every name FP8, scaled per tensor or per
-    output row, no experts) the weight is instead kept as its E4M3 bytes
+    output row; of every expert for experts, whose gate|up and down weights
+    are then both FP8 rows) the weight is instead kept as its E4M3 bytes
     and an FP32 scale per row, which the GEMMs apply to their FP32 sums:
     half the bytes of FP16, and no rounding of E4M3 × scale. The result
     type stays the FP16 the consumers compute in.

@@ -90,6 +90,15 @@ void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,
                       const int32_t *order, const int32_t *expertStarts, const uint16_t *weight,
                       uint16_t *out, ThreadPool &pool);
 
+/// moeGroupedLinear over FP8 experts: `weight` is every expert's E4M3 [N, K]
+/// matrix stacked ([E * N, K], rows E * N) with a scale per row; each
+/// output is as fp8Linear computes it (the row's scale multiplying the FP32
+/// sum; with SiluMul, the gate's and the up's each their own, before
+/// silu(gate) * up).
+void moeGroupedFp8Linear(const MoeGroupedLinearParams &params, const uint16_t *in,
+                         const int32_t *order, const int32_t *expertStarts,
+                         const Fp8Matrix &weight, uint16_t *out, ThreadPool &pool);
+
 struct MoeCombineParams {
   int64_t tokens = 0;
   int64_t topK = 0;

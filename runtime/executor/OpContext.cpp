@@ -63,8 +63,13 @@ cpu::Fp8Matrix OpContext::fp8(unsigned i) const {
   cpu::Fp8Matrix m;
   m.bytes = pointer(i);
   m.rowScales = reinterpret_cast<const float *>(m.bytes + w->scales_offset());
-  m.rows = w->shape()->Get(0);
-  m.cols = w->shape()->Get(1);
+  // [rows, cols], or [experts, rows, cols]: experts x rows rows (the
+  // loader checked the shape).
+  const auto *shape = w->shape();
+  m.rows = 1;
+  for (uint32_t d = 0; d + 1 < shape->size(); ++d)
+    m.rows *= shape->Get(d);
+  m.cols = shape->Get(shape->size() - 1);
   return m;
 }
 

@@ -169,15 +169,25 @@ Status checkConsistency(const Plan &p, const std::string &name) {
         return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
                      "' has its block scales outside the entry");
       if (w->layout() == WeightLayout::Fp8RowScaled) {
+        // [rows, cols], or [experts, rows, cols] for MoE experts; each
+        // dimension below 2^24 so that the products cannot wrap.
         const auto *shape = w->shape();
-        const uint64_t rows = shape && shape->size() == 2 ? uint64_t(shape->Get(0)) : 0,
-                       cols = shape && shape->size() == 2 ? uint64_t(shape->Get(1)) : 0;
+        const bool ranked = shape && (shape->size() == 2 || shape->size() == 3);
+        uint64_t rows = ranked ? 1 : 0, cols = 0;
+        if (ranked)
+          for (uint32_t d = 0; d < shape->size(); ++d) {
+            const uint64_t n = shape->Get(d) > 0 && shape->Get(d) < (1 << 24) ? shape->Get(d) : 0;
+            if (d + 1 < shape->size())
+              rows *= n;
+            else
+              cols = n;
+          }
         if (w->dtype() != DType::F8E4M3 || rows == 0 || cols == 0 ||
             w->scales_offset() < rows * cols || w->scales_offset() > w->bytes() ||
             (w->bytes() - w->scales_offset()) / 4 < rows)
           return Error(where + ": weight '" + (w->name() ? w->name()->str() : "?") +
-                       "': an FP8 entry needs dtype F8E4M3, a [rows, cols] shape and its row "
-                       "scales after its bytes, inside the entry");
+                       "': an FP8 entry needs dtype F8E4M3, a [rows, cols] or [experts, rows, "
+                       "cols] shape and its row scales after its bytes, inside the entry");
       }
     }
     for (const Op *op : *r->ops()) {

@@ -309,7 +309,8 @@ VOLT_DEVICE void runTile(int tile, const TileIo &io, const ActRow &actRow, const
           y += halfToFloat(bias[row]);
         if (C::Silu) {
           const int up = tileRow<C>(tile, r + C::WarpRows / 2);
-          float u = C::Nvfp4 ? acc[ru + units][tu][i] * scaleOf(io.expert, partOf<C>(up))
+          float u = C::Nvfp4  ? acc[ru + units][tu][i] * scaleOf(io.expert, partOf<C>(up))
+                    : C::Fp8 ? acc[ru + units][tu][i] * (io.rowScales[up] * kE4M3x4Bias)
                              : acc[ru + units][tu][i];
           if (C::HasBias)
             u += halfToFloat(bias[up]);

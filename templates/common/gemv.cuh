@@ -272,7 +272,9 @@ VOLT_DEVICE void runTile(int tile, const TileIo &io, const ScaleOf &scaleOf, con
     int column = wrow;
     if (C::Silu) {
       const int up = tileRow<C>(tile, rr + 4);
-      float u = C::Nvfp4 ? partner[i] * scaleOf(io.expert, partOf<C>(up)) : partner[i];
+      float u = C::Nvfp4 ? partner[i] * scaleOf(io.expert, partOf<C>(up))
+                : C::Fp8 ? partner[i] * (io.rowScales[up] * kE4M3x4Bias)
+                         : partner[i];
       if (C::HasBias)
         u += halfToFloat(bias[up]);
       y = siluTimes(y, u);

@@ -68,6 +68,55 @@ VOLT_DEVICE int findExpertGroup(const int *expertStarts, int slot, int rowsPerGr
   return expert;
 }
 
+
+/// The input row of sorted pair j: in[order[j] / TopK] when the GEMM
+/// gathers token rows, in[j] when its input is already one row per pair.
+template <int K, int TopK, bool Gather>
+VOLT_DEVICE const u16 *pairRow(const u16 *in, const int *order, int j) {
+  const int source = Gather ? order[j] / TopK : j;
+  return in + static_cast<i64>(source) * K;
+}
+
+/// A grouped GEMV block's share: the group of up to 8 pairs of one expert
+/// that blockIdx.y names. Fills the tile's input row (one per token column
+/// of the mma layout; a column past the group's pairs reads its first
+/// pair and stores nothing), output row and expert; false when the block
+/// has no group.
+template <int Experts, int K, int TopK, bool Gather, typename TileIo>
+VOLT_DEVICE bool gemvGroup(const u16 *in, const int *order, const int *expertStarts, TileIo &io) {
+  int group = 0;
+  const int expert = findExpertGroup<Experts>(expertStarts, blockIdx.y, 8, group);
+  if (expert < 0)
+    return false;
+  const int first = expertStarts[expert] + group * 8;
+  const int rows = min(expertStarts[expert + 1] - first, 8);
+  const int lane = static_cast<int>(laneId());
+  const int column = (lane & 3) + ((lane >> 4) << 2);
+  const int j = first + (column < rows ? column : 0);
+  io.x = pairRow<K, TopK, Gather>(in, order, j);
+  io.outRow = column < rows ? j : -1;
+  io.expert = expert;
+  return true;
+}
+
+/// A grouped GEMM block's share: the tile of up to TileM pairs of one
+/// expert that blockIdx.y names (expert -1: none), its first pair and its
+/// pair count.
+struct GemmGroup {
+  int expert = -1, first = 0, tokens = 0;
+};
+template <int Experts, int TileM>
+VOLT_DEVICE GemmGroup gemmGroup(const int *expertStarts) {
+  GemmGroup g;
+  int group = 0;
+  g.expert = findExpertGroup<Experts>(expertStarts, blockIdx.y, TileM, group);
+  if (g.expert < 0)
+    return g;
+  g.first = expertStarts[g.expert] + group * TileM;
+  g.tokens = min(expertStarts[g.expert + 1] - g.first, TileM);
+  return g;
+}
+
 #endif // __CUDACC__ || VOLT_SIMT
 
 } // namespace volt::moe

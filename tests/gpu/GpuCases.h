@@ -68,7 +68,14 @@ inline std::vector<GpuCase> gpuCases() {
       op.op.operands[3] = denseWeight(op.op.operands[3].index, op.op.operands[3].shape);
       for (codegen::Variant &v : op.variants)
         v.kernel = v.kernel.ends_with("_gemv") ? "dense_moe_gemv" : "dense_moe_gemm";
+      // The same experts kept as FP8 rows (an FP8-dynamic export's).
+      ModelOp f8 = op;
+      f8.op.name.replace(f8.op.name.size() - 6, 6, "_fp8");
+      f8.op.operands[3].fp8 = true;
+      for (codegen::Variant &v : f8.variants)
+        v.kernel = v.kernel.ends_with("_gemv") ? "fp8_moe_gemv" : "fp8_moe_gemm";
       cases.push_back({std::move(op), program, {1, 8, 40, 512}});
+      cases.push_back({std::move(f8), program, {1, 8, 40, 512}});
     }
   }
   // Gated attention at Qwen3.6-35B-A3B's shapes (16 / 2 heads of 256, TP 1):

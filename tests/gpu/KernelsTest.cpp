@@ -306,8 +306,10 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
   const OperandInfo &w = op.operands[3];
   Routing r = route(rng, tokens, experts, topK);
   std::vector<uint16_t> x = randomHalves(rng, static_cast<size_t>((gather ? tokens : pairs) * k));
+  const bool fp8 = w.fp8;
   Nvfp4Entry q;
   std::vector<uint16_t> dense;
+  testing::Fp8Entry f8;
   if (quantized) {
     q = randomNvfp4(rng, w.shape);
     // The grouped kernels read 2^14 x each global scale from the entry, as
@@ -318,6 +320,8 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
       const float v = w.globalScales[i] * 16384.0f;
       std::memcpy(q.bytes.data() + at + 4 * i, &v, 4);
     }
+  } else if (fp8) {
+    f8 = testing::randomFp8(rng, experts * n, k);
   } else {
     dense = randomHalves(rng, static_cast<size_t>(experts * n * k), 0.05f);
   }
@@ -355,6 +359,16 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     p.outFeatures = n;
     p.gatherTokens = gather;
     p.epilogue = epilogue;
+    if (fp8) {
+      cpu::moeGroupedFp8Linear(p, x.data(), r.order.data(), r.starts.data(), f8.matrix(),
+                               reference.data(), pool);
+      p.epilogue = cpu::Epilogue::None;
+      cpu::moeGroupedFp8Linear(p, x.data(), r.order.data(), r.starts.data(), f8.matrix(),
+                               pre.data(), pool);
+      testing::Fp8Entry af = f8.absolute();
+      cpu::moeGroupedFp8Linear(p, ax.data(), r.order.data(), r.starts.data(), af.matrix(),
+                               absSum.data(), pool);
+    } else {
     cpu::moeGroupedLinear(p, x.data(), r.order.data(), r.starts.data(), dense.data(),
                           reference.data(), pool);
     p.epilogue = cpu::Epilogue::None;
@@ -363,12 +377,14 @@ void checkMoeLinear(const OpInfo &op, const PlannedLaunch &launch, int tokens) {
     std::vector<uint16_t> ad = absHalves(dense);
     cpu::moeGroupedLinear(p, ax.data(), r.order.data(), r.starts.data(), ad.data(), absSum.data(),
                           pool);
+    }
   }
   Buffers buffers;
   ASSERT_TRUE(put(buffers, op.operands[0], x.data(), x.size() * 2).ok());
   ASSERT_TRUE(put(buffers, op.operands[1], r.order.data(), r.order.size() * 4).ok());
   ASSERT_TRUE(put(buffers, op.operands[2], r.starts.data(), r.starts.size() * 4).ok());
   ASSERT_TRUE((quantized ? put(buffers, w, q.bytes.data(), q.bytes.size())
+               : fp8     ? put(buffers, w, f8.bytes.data(), f8.bytes.size())
                          : put(buffers, w, dense.data(), dense.size() * 2))
                   .ok());
   auto out = put(buffers, op.operands[4], nullptr, reference.size() * 2);

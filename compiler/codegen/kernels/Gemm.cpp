@@ -204,11 +204,15 @@ Result<PlannedLaunch> planLinear(LaunchContext &c, const Variant &v) {
 /// weights, out).
 Result<PlannedLaunch> planMoeLinear(LaunchContext &c, const Variant &v) {
   const bool quantized = c.op.kind == plan::OpKind::MoeGroupedQLinear;
+  const bool fp8 = v.kernel.rfind("fp8_", 0) == 0;
   VOLT_ASSIGN_OR_RETURN(const GemmParams p, gemmParams(c.op));
   const OperandInfo &weight = c.at(3);
-  if (weight.kind != OperandKind::Weight || weight.nvfp4 != quantized)
-    return c.error(std::string("operand 3 must be ") + (quantized ? "NVFP4" : "dense") +
-                   " expert weights");
+  if (weight.kind != OperandKind::Weight || weight.nvfp4 != quantized || weight.fp8 != fp8)
+    return c.error(std::string("operand 3 must be ") +
+                   (quantized ? "NVFP4"
+                    : fp8     ? "FP8 (E4M3 with row scales)"
+                              : "dense") +
+                   " expert weights for " + v.kernel);
   if (p.experts < 1 || p.topK < 1 || (weight.shape.size() == 3 && weight.shape[0] != p.experts))
     return c.error("expert weights for " + std::to_string(p.experts) + " experts, top_k " +
                    std::to_string(p.topK));
@@ -234,6 +238,8 @@ Result<PlannedLaunch> planMoeLinear(LaunchContext &c, const Variant &v) {
             LaunchArg::pointer(weight)};
   if (quantized)
     l.args.push_back(LaunchArg::pointer(weight, nvfp4ScalesOffset(weight.shape)));
+  if (fp8)
+    l.args.push_back(LaunchArg::pointer(weight, fp8ScalesOffset(weight.shape)));
   l.args.push_back(LaunchArg::pointer(c.at(4)));
   l.args.push_back(LaunchArg::tokenCount());
   epilogueArgs(l, *shape, weight);

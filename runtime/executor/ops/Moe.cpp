@@ -42,7 +42,11 @@ void runMoeGroupedLinear(OpContext &c) {
   q.gatherTokens = pm->gather_tokens();
   q.epilogue = static_cast<cpu::Epilogue>(pm->epilogue());
   q.numerics = c.numerics;
-  cpu::moeGroupedLinear(q, c.f16(0), c.i32(1), c.i32(2), c.f16(3), c.f16(4), c.pool);
+  if (const plan::WeightEntry *w = c.weight(3);
+      w && w->layout() == plan::WeightLayout::Fp8RowScaled)
+    cpu::moeGroupedFp8Linear(q, c.f16(0), c.i32(1), c.i32(2), c.fp8(3), c.f16(4), c.pool);
+  else
+    cpu::moeGroupedLinear(q, c.f16(0), c.i32(1), c.i32(2), c.f16(3), c.f16(4), c.pool);
 }
 
 void runMoeCombine(OpContext &c) {

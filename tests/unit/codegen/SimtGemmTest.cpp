@@ -230,6 +230,55 @@ namespace dense_moe_gemm_gate_up {
 #include "tests/unit/codegen/simt/UndefConstants.h"
 } // namespace dense_moe_gemm_gate_up
 
+namespace fp8_moe_gemv_gate_up {
+#define VOLT_K 96
+#define VOLT_N 64
+#define VOLT_WARPS 1
+#define VOLT_SILU 1
+#define VOLT_EXPERTS 6
+#define VOLT_TOP_K 2
+#define VOLT_GATHER 1
+#define VOLT_THREADS 32
+#define fp8_moe_gemv fp8_moe_gemv_gate_up_entry
+#include "fp8_moe_gemv.cu"
+#undef fp8_moe_gemv
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace fp8_moe_gemv_gate_up
+
+namespace fp8_moe_gemm_gate_up {
+#define VOLT_K 64
+#define VOLT_N 128
+#define VOLT_TILE_M 32
+#define VOLT_TILE_N 64
+#define VOLT_STAGES 2
+#define VOLT_SILU 1
+#define VOLT_EXPERTS 5
+#define VOLT_TOP_K 2
+#define VOLT_GATHER 1
+#define VOLT_THREADS 64
+#define fp8_moe_gemm fp8_moe_gemm_gate_up_entry
+#include "fp8_moe_gemm.cu"
+#undef fp8_moe_gemm
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace fp8_moe_gemm_gate_up
+
+namespace fp8_moe_gemm_down {
+#define VOLT_K 96
+#define VOLT_N 80
+#define VOLT_TILE_M 32
+#define VOLT_TILE_N 64
+#define VOLT_STAGES 2
+#define VOLT_SILU 0
+#define VOLT_EXPERTS 6
+#define VOLT_TOP_K 2
+#define VOLT_GATHER 0
+#define VOLT_THREADS 64
+#define fp8_moe_gemm fp8_moe_gemm_down_entry
+#include "fp8_moe_gemm.cu"
+#undef fp8_moe_gemm
+#include "tests/unit/codegen/simt/UndefConstants.h"
+} // namespace fp8_moe_gemm_down
+
 namespace volt::simt {
 namespace {
 
@@ -570,10 +619,13 @@ TEST(SimtGemm, DenseGemmF32OutWithBias) {
 
 /// A MoE step: random routing of T tokens to k of E experts, aligned by the
 /// cpu ops; then the grouped GEMM through `entry` against the cpu's.
-void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, bool silu,
+enum class MoeFormat { Nvfp4, Dense, Fp8 };
+
+void checkMoe(MoeFormat format, int64_t experts, int64_t topK, int64_t k, int64_t n, bool silu,
               bool gather, int tokens, const Variant &variant,
               const std::vector<std::pair<std::string, int64_t>> &constants, uint32_t threads,
               const std::function<void(Args &)> &entry) {
+  const bool nvfp4 = format == MoeFormat::Nvfp4, fp8 = format == MoeFormat::Fp8;
   std::mt19937 rng(static_cast<uint32_t>(experts * 31 + k + n + tokens));
   // Distinct experts per token, skewed so that some experts get many pairs.
   std::vector<int32_t> ids;
@@ -617,10 +669,11 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
               st = operand(OperandKind::Arena, 2), w = operand(OperandKind::Weight, 0),
               out = operand(OperandKind::Arena, 3);
   w.nvfp4 = nvfp4;
+  w.fp8 = fp8;
   w.shape = {experts, n, k};
   if (silu)
     w.partRows = {static_cast<uint32_t>(n / 2), static_cast<uint32_t>(n / 2)};
-  for (int64_t i = 0; i < experts * (silu ? 2 : 1); ++i)
+  for (int64_t i = 0; nvfp4 && i < experts * (silu ? 2 : 1); ++i)
     w.globalScales.push_back(0.01f + 0.002f * static_cast<float>(i));
   op.operands = {in, ord, st, w, out};
   auto [launch, request] = plan(op, variant);
@@ -630,6 +683,7 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
   Nvfp4Entry q = randomNvfp4(rng, {experts, n, k});
   appendEpilogueScales(q, {experts, n, k}, w.globalScales);
   std::vector<uint16_t> dense = randomHalves(rng, static_cast<size_t>(experts * n * k), 0.05f);
+  Fp8Entry f8 = randomFp8(rng, experts * n, k);
   const int64_t columns = silu ? n / 2 : n;
   std::vector<uint16_t> gpu(static_cast<size_t>(pairs * columns), 0x7E00),
       cpuOut(static_cast<size_t>(pairs * columns));
@@ -656,8 +710,12 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
     p.outFeatures = n;
     p.gatherTokens = gather;
     p.epilogue = silu ? cpu::Epilogue::SiluMul : cpu::Epilogue::None;
-    cpu::moeGroupedLinear(p, xs.data(), order.data(), starts.data(), dense.data(), cpuOut.data(),
-                          pool);
+    if (fp8)
+      cpu::moeGroupedFp8Linear(p, xs.data(), order.data(), starts.data(), f8.matrix(),
+                               cpuOut.data(), pool);
+    else
+      cpu::moeGroupedLinear(p, xs.data(), order.data(), starts.data(), dense.data(),
+                            cpuOut.data(), pool);
   }
   Memory m;
   m.tokens = tokens;
@@ -665,7 +723,9 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
   m.bind(in, xs.data());
   m.bind(ord, order.data());
   m.bind(st, starts.data());
-  m.bind(w, nvfp4 ? static_cast<const void *>(q.bytes.data()) : dense.data());
+  m.bind(w, nvfp4 ? static_cast<const void *>(q.bytes.data())
+           : fp8  ? static_cast<const void *>(f8.bytes.data())
+                  : dense.data());
   m.bind(out, gpu.data());
   run(launch, m, entry);
 
@@ -684,6 +744,7 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
       for (int64_t i = 0; i < k; ++i) {
         double xv = halfToFloat(xs[static_cast<size_t>(source * k + i)]);
         double wv = nvfp4 ? q.weight(e * n + row, i)
+                    : fp8 ? f8.weight(e * n + row, i)
                           : halfToFloat(dense[static_cast<size_t>((e * n + row) * k + i)]);
         r.y += xv * wv * g;
         r.abs += std::fabs(xv * wv * g);
@@ -712,7 +773,7 @@ void checkMoe(bool nvfp4, int64_t experts, int64_t topK, int64_t k, int64_t n, b
 
 TEST(SimtGemm, Nvfp4MoeGemvGatheredGateUp) {
   for (int tokens : {1, 5})
-    checkMoe(true, 6, 2, 256, 64, true, true, tokens, gemv("nvfp4_moe_gemv"),
+    checkMoe(MoeFormat::Nvfp4, 6, 2, 256, 64, true, true, tokens, gemv("nvfp4_moe_gemv"),
              {{"k", 256},
               {"n", 64},
               {"warps", 1},
@@ -735,7 +796,7 @@ TEST(SimtGemm, Nvfp4MoeGemvGatheredGateUp) {
 }
 
 TEST(SimtGemm, Nvfp4MoeGemmDown) {
-  checkMoe(true, 6, 2, 96, 80, false, false, 40, gemm("nvfp4_moe_gemm", 32, 64, 2),
+  checkMoe(MoeFormat::Nvfp4, 6, 2, 96, 80, false, false, 40, gemm("nvfp4_moe_gemm", 32, 64, 2),
            {{"k", 96},
             {"n", 80},
             {"tile_m", 32},
@@ -763,7 +824,7 @@ TEST(SimtGemm, Nvfp4MoeGemmDown) {
 // kernel parameter space (4,096 bytes on sm_70) could not hold by value;
 // they are read from the weight entry (Qwen3-Next-80B-A3B's shape of MoE).
 TEST(SimtGemm, Nvfp4MoeGemvFiveHundredTwelveExperts) {
-  checkMoe(true, 512, 4, 64, 32, true, true, 3, gemv("nvfp4_moe_gemv"),
+  checkMoe(MoeFormat::Nvfp4, 512, 4, 64, 32, true, true, 3, gemv("nvfp4_moe_gemv"),
            {{"k", 64},
             {"n", 32},
             {"warps", 1},
@@ -786,7 +847,7 @@ TEST(SimtGemm, Nvfp4MoeGemvFiveHundredTwelveExperts) {
 }
 
 TEST(SimtGemm, DenseMoeGemmGatheredGateUp) {
-  checkMoe(false, 5, 2, 64, 128, true, true, 23, gemm("dense_moe_gemm", 32, 64, 2),
+  checkMoe(MoeFormat::Dense, 5, 2, 64, 128, true, true, 23, gemm("dense_moe_gemm", 32, 64, 2),
            {{"k", 64},
             {"n", 128},
             {"tile_m", 32},
@@ -802,6 +863,64 @@ TEST(SimtGemm, DenseMoeGemmGatheredGateUp) {
                         std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
                                    a.pointer<const int>(), a.pointer<const u16>(), a.pointer<u16>(),
                                    a.i32()});
+           });
+}
+
+
+// FP8 experts (E4M3 rows with a scale per row, an FP8-dynamic export's):
+// the gate's and the up's row scales each multiply their own sum before
+// silu(gate) * up; every code of both signs, subnormals included.
+TEST(SimtGemm, Fp8MoeGemvGatheredGateUp) {
+  for (int tokens : {1, 4})
+    checkMoe(MoeFormat::Fp8, 6, 2, 96, 64, true, true, tokens, gemv("fp8_moe_gemv"),
+             {{"k", 96}, {"n", 64}, {"warps", 1}, {"silu", 1}, {"experts", 6}, {"top_k", 2},
+              {"gather", 1}},
+             32, [](Args &a) {
+               using namespace fp8_moe_gemv_gate_up;
+               std::apply(fp8_moe_gemv_gate_up_entry,
+                          std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
+                                     a.pointer<const int>(), a.pointer<const u8>(),
+                                     a.pointer<const float>(), a.pointer<u16>(), a.i32()});
+             });
+}
+
+TEST(SimtGemm, Fp8MoeGemmGatheredGateUp) {
+  checkMoe(MoeFormat::Fp8, 5, 2, 64, 128, true, true, 23, gemm("fp8_moe_gemm", 32, 64, 2),
+           {{"k", 64},
+            {"n", 128},
+            {"tile_m", 32},
+            {"tile_n", 64},
+            {"stages", 2},
+            {"silu", 1},
+            {"experts", 5},
+            {"top_k", 2},
+            {"gather", 1}},
+           64, [](Args &a) {
+             using namespace fp8_moe_gemm_gate_up;
+             std::apply(fp8_moe_gemm_gate_up_entry,
+                        std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
+                                   a.pointer<const int>(), a.pointer<const u8>(),
+                                   a.pointer<const float>(), a.pointer<u16>(), a.i32()});
+           });
+}
+
+TEST(SimtGemm, Fp8MoeGemmDownRaggedTiles) {
+  checkMoe(MoeFormat::Fp8, 6, 2, 96, 80, false, false, 40, gemm("fp8_moe_gemm", 32, 64, 2),
+           {{"k", 96},
+            {"n", 80},
+            {"tile_m", 32},
+            {"tile_n", 64},
+            {"stages", 2},
+            {"silu", 0},
+            {"experts", 6},
+            {"top_k", 2},
+            {"gather", 0}},
+           64, [](Args &a) {
+             using namespace fp8_moe_gemm_down;
+             std::apply(fp8_moe_gemm_down_entry,
+                        std::tuple{a.pointer<const u16>(), a.pointer<const int>(),
+                                   a.pointer<const int>(), a.pointer<const u8>(),
+                                   a.pointer<const float>(), a.pointer<u16>(), a.i32()});
            });
 }
 

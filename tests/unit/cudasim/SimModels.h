@@ -84,8 +84,11 @@ inline const std::vector<SimModel> &simModels() {
        chunkedGdnShape(), "gdn32x16"},
       {"qwen3.5-moe-bf16-tp2", "qwen3.5-moe", mkmodel::Format::BF16, 2},
       // NVIDIA's Qwen3.6 NVFP4 layout: FP8 attention and linear-attention
-      // projections (held in FP16), NVFP4 experts, shared expert and lm_head.
+      // projections (E4M3 rows), NVFP4 experts, shared expert and lm_head.
       {"qwen3.5-moe-mixed-tp2", "qwen3.5-moe", mkmodel::Format::ModelOptMixed, 2},
+      // llm-compressor's FP8_DYNAMIC layout: every linear FP8 with a scale
+      // per row, the experts too (fp8_moe_gemv / fp8_moe_gemm).
+      {"qwen3.5-moe-ct-fp8-tp1", "qwen3.5-moe", mkmodel::Format::CompressedTensorsFp8, 1},
       // With its MTP head as a draft program (GatherHidden, Concat, the
       // head's layer as one more KV layer).
       {"qwen3.5-moe-bf16-tp1-mtp", "qwen3.5-moe", mkmodel::Format::BF16, 1,

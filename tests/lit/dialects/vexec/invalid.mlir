@@ -110,7 +110,7 @@ func.func @weight_layout() {
 // -----
 
 func.func @fp8_weight_without_scales() {
-  // expected-error @+1 {{an fp8 weight needs scale_names and no experts}}
+  // expected-error @+1 {{an fp8 weight needs scale_names}}
   %w = vexec.weight {name = "w", names = ["w"], part_rows = array<i64: 8>, layout = "fp8",
       dtype = f8E4M3FN, shape = array<i64: 8, 16>} : !vexec.buffer
   return

@@ -49,9 +49,9 @@ func.func @weight_fp8_rows_without_scales() {
 
 // -----
 
-func.func @weight_fp8_rows_of_experts() {
-  // expected-error @+1 {{has fp8_rows with experts or add_one}}
-  %w = volt.weight {names = ["a", "b"], part_rows = array<i64: 8>, experts = 2 : i64, scale_names = ["a_scale", "b_scale"], fp8_rows} : tensor<2x8x16xf16>
+func.func @weight_fp8_rows_with_add_one() {
+  // expected-error @+1 {{has fp8_rows with add_one}}
+  %w = volt.weight {names = ["a"], part_rows = array<i64: 8>, scale_names = ["a_scale"], fp8_rows, add_one} : tensor<8x16xf16>
   return
 }
 

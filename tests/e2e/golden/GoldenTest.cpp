@@ -19,6 +19,13 @@
 #include <unistd.h>
 
 namespace volt {
+namespace cpu {
+// gtest names a case's numerics by this (found by argument lookup).
+void PrintTo(Numerics numerics, std::ostream *os) {
+  *os << (numerics == Numerics::Fast ? "fast" : "reference");
+}
+} // namespace cpu
+
 namespace {
 
 namespace fs = std::filesystem;

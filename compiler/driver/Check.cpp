@@ -243,6 +243,8 @@ std::string formatCheckReport(const CheckReport &r, bool listTensors) {
     quant += " (" + r.model.quant.source + ", " + r.model.quant.algorithm + ")";
     if (r.model.quant.activationsQuantized)
       quant += "; activation scales ignored: runs weight-only with FP16 activations";
+    if (!r.model.quant.kvCacheQuant.empty())
+      quant += "; " + r.model.quant.kvCacheNote();
   }
   row("quantization", quant);
   row("checkpoint",

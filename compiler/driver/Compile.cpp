@@ -227,6 +227,11 @@ Result<std::string> compile(const std::filesystem::path &specFile, const Compile
       return Error(specFile.string() + ": " + files.message());
     modelFiles = std::move(*files);
   }
+  if (!checked->model.quant.kvCacheQuant.empty() && options.log)
+    options.log("note: " + checked->model.quant.kvCacheNote());
+
+  if (!checked->model.quant.kvCacheQuant.empty() && options.log)
+    options.log("note: " + checked->model.quant.kvCacheNote());
 
   mlir::MLIRContext context;
   context.printOpOnDiagnostic(false);

@@ -107,6 +107,11 @@ Result<QuantConfig> modelOptFrom(const nlohmann::json &quant, const std::string 
       return list.error();
     q.excludePatterns.insert(q.excludePatterns.end(), list->begin(), list->end());
   }
+  if (const nlohmann::json *kv = f.find("kv_cache_quant_algo"); kv && !kv->is_null()) {
+    if (!kv->is_string())
+      return f.error("kv_cache_quant_algo", "expected a string or null");
+    q.kvCacheQuant = kv->get<std::string>();
+  }
   VOLT_RETURN_IF_ERROR(compilePatterns(q, where));
   return q;
 }
@@ -237,6 +242,12 @@ Result<QuantConfig> compressedTensorsFrom(const nlohmann::json &quant, const std
   if (!ignore)
     return ignore.error();
   q.excludePatterns = *ignore;
+  if (const nlohmann::json *kv = f.find("kv_cache_scheme"); kv && !kv->is_null()) {
+    if (!kv->is_object())
+      return f.error("kv_cache_scheme", "expected an object or null");
+    const bool fp8 = kv->value("type", std::string()) == "float" && kv->value("num_bits", 0) == 8;
+    q.kvCacheQuant = fp8 ? "FP8" : kv->dump();
+  }
   VOLT_RETURN_IF_ERROR(compilePatterns(q, where));
   return q;
 }
@@ -392,6 +403,12 @@ const char *quantFormatName(QuantFormat format) {
     return "FP8 (block-scaled)";
   }
   return "?";
+}
+
+std::string QuantConfig::kvCacheNote() const {
+  return "the checkpoint asks for a " + kvCacheQuant +
+         " KV cache; it is served with an FP16 one (sm_70 has no FP8 arithmetic; the KV-cache "
+         "scales are not used)";
 }
 
 bool QuantConfig::isExcluded(const std::string &name) const {

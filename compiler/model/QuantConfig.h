@@ -58,6 +58,13 @@ struct QuantConfig {
   /// checkpoints weight-only with FP16 activations, as GPUs without FP4
   /// hardware must.
   bool activationsQuantized = false;
+  /// The KV-cache quantization the checkpoint asks for (ModelOpt's
+  /// kv_cache_quant_algo, "FP8"; compressed-tensors' kv_cache_scheme,
+  /// "FP8" for 8-bit float, else the scheme as JSON); empty: none. volt's
+  /// KV cache is FP16 whatever it says (sm_70 has no FP8), and says so.
+  std::string kvCacheQuant;
+  /// What volt does with kvCacheQuant, for voltc check and compile.
+  std::string kvCacheNote() const;
   /// Modules left unquantized: fnmatch wildcards (ModelOpt) or exact names
   /// and `re:` regexes matched from the start (compressed-tensors).
   std::vector<std::string> excludePatterns;

@@ -39,6 +39,37 @@ TEST(QuantConfig, ModelOptHfQuantConfig) {
   EXPECT_TRUE(q->isExcluded("model.layers.17.mlp.gate"));
   EXPECT_FALSE(q->isExcluded("model.layers.17.mlp.gate_proj"));
   EXPECT_FALSE(q->isExcluded("model.layers.0.self_attn.q_proj"));
+  EXPECT_EQ(q->kvCacheQuant, "FP8");
+  EXPECT_NE(q->kvCacheNote().find("served with an FP16 one"), std::string::npos);
+}
+
+// An FP8 KV cache asked for (ModelOpt kv_cache_quant_algo, compressed-tensors
+// kv_cache_scheme) is recorded, so that voltc says it serves FP16; null is
+// none; a malformed value is an error naming the field.
+TEST(QuantConfig, KvCacheQuantizationIsReadAndNamed) {
+  auto none = load(json::object(), R"({"quantization": {"quant_algo": "NVFP4",
+      "kv_cache_quant_algo": null}})");
+  ASSERT_TRUE(none.ok()) << none.message();
+  EXPECT_TRUE(none->kvCacheQuant.empty());
+  auto bad = load(json::object(), R"({"quantization": {"quant_algo": "NVFP4",
+      "kv_cache_quant_algo": 8}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("kv_cache_quant_algo"), std::string::npos) << bad.message();
+  json ct = {{"quantization_config",
+              {{"quant_method", "compressed-tensors"},
+               {"format", "float-quantized"},
+               {"config_groups",
+                {{"group_0",
+                  {{"targets", {"Linear"}},
+                   {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}}}}}}},
+               {"kv_cache_scheme", {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}}}}}};
+  auto q = load(ct);
+  ASSERT_TRUE(q.ok()) << q.message();
+  EXPECT_EQ(q->kvCacheQuant, "FP8");
+  ct["quantization_config"]["kv_cache_scheme"] = "fp8";
+  auto badCt = load(ct);
+  ASSERT_FALSE(badCt.ok());
+  EXPECT_NE(badCt.message().find("kv_cache_scheme"), std::string::npos) << badCt.message();
 }
 
 TEST(QuantConfig, ModelOptInConfigJson) {

@@ -17,6 +17,7 @@
 
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 namespace volt::codegen {
 namespace {
@@ -171,8 +172,9 @@ TEST(KernelVariants, TheHybridsKernelsCompileForSm70WithinLimits) {
 }
 
 TEST(KernelVariants, DenseMoeAndNewerArchitecturesCompile) {
-  // The dense (unquantized) MoE GEMMs, and the same kernels through NVRTC
-  // 12/13 for sm_75: the templates need no CUDA header of any version.
+  // The dense (unquantized) and FP8-row MoE GEMMs, and the same kernels
+  // through NVRTC 12/13 for sm_75: the templates need no CUDA header of
+  // any version.
   for (int arch : {70, 75}) {
     std::string why;
     auto nvrtc = testing::nvrtcFor(arch, why);
@@ -202,6 +204,25 @@ TEST(KernelVariants, DenseMoeAndNewerArchitecturesCompile) {
     auto planned = planLaunches(op, testing::gemmVariants("dense_moe_gemv", "dense_moe_gemm"),
                                 ProgramInfo{}, target, registry);
     ASSERT_TRUE(planned.ok()) << planned.message();
+    // The same experts kept as E4M3 rows, gate|up and down (Qwen3-30B-A3B's
+    // 2048 x 768 experts, 128 of them).
+    for (const auto &[k, n, silu] : {std::tuple{2048, 1536, true}, std::tuple{768, 2048, false}}) {
+      OpInfo f8 = op;
+      f8.name = "fp8_experts";
+      plan::MoeGroupedLinearParamsT q = p;
+      q.dim = k;
+      q.out_features = n;
+      q.num_experts = 128;
+      q.top_k = 8;
+      q.epilogue = silu ? plan::Epilogue::SiluMul : plan::Epilogue::None;
+      q.gather_tokens = silu;
+      f8.params.Set(q);
+      f8.operands[3] = testing::denseWeight(0, {128, n, k});
+      f8.operands[3].fp8 = true;
+      auto fp8Planned = planLaunches(f8, testing::gemmVariants("fp8_moe_gemv", "fp8_moe_gemm"),
+                                     ProgramInfo{}, target, registry);
+      ASSERT_TRUE(fp8Planned.ok()) << fp8Planned.message();
+    }
     for (const auto &extra : modelOps(qwen3MoeShape(), 2)) {
       if (extra.op.kind != plan::OpKind::QLinear && extra.op.kind != plan::OpKind::Attention)
         continue;
@@ -214,8 +235,16 @@ TEST(KernelVariants, DenseMoeAndNewerArchitecturesCompile) {
     options.jobs = 2;
     auto built = buildKernels(registry.requests(), target, options);
     ASSERT_TRUE(built.ok()) << "sm_" << arch << ": " << built.message();
-    for (const CompiledKernel &k : built->kernels)
+    for (const CompiledKernel &k : built->kernels) {
       EXPECT_NE(k.ptx.find(".target sm_" + std::to_string(arch)), std::string::npos);
+      if (arch == 70 && k.request.kernel.find("moe") != std::string::npos) {
+        EXPECT_EQ(k.resources.localBytes, 0u) << k.request.key();
+        std::printf("%-13s %3u regs %6u B smem  %s\n", k.request.kernel.c_str(),
+                    k.resources.registers,
+                    k.resources.staticSharedBytes + k.request.dynamicSharedBytes,
+                    k.request.key().c_str());
+      }
+    }
   }
 }
 

@@ -68,8 +68,9 @@ void BM_QLinear(benchmark::State &state) {
 }
 
 void qlinearArgs(benchmark::internal::Benchmark *b) {
+  // T = 4: an expert's share of a short prompt (decoded in registers).
   for (int64_t n : {768, 4096}) // an expert's gate (or up) 768x2048; q_proj 4096x2048
-    for (int64_t tokens : {1, 64})
+    for (int64_t tokens : {1, 4, 64})
       for (int64_t threads : {1, 2})
         for (int64_t fast : {0, 1})
           b->Args({n, 2048, tokens, threads, fast});

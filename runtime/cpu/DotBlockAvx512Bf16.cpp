@@ -77,7 +77,7 @@ void kernel(const Rows &rows, int64_t cols, const uint16_t *x, int64_t xStride, 
     for (int t = 0; t < T; ++t)
       acc[r][t] = _mm512_setzero_ps();
   const int64_t pairs = cols / kPair, rest = cols % kPair;
-  auto step = [&](int64_t p, const __m512bh (&w)[R]) {
+  auto step = [&](int64_t p, const __m512bh(&w)[R]) {
     for (int t = 0; t < T; ++t) {
       const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + t * xStride + kPair * p);
       for (int r = 0; r < R; ++r)
@@ -105,8 +105,8 @@ void kernel(const Rows &rows, int64_t cols, const uint16_t *x, int64_t xStride, 
 
 /// All rows against T tokens: rows in blocks of RB, then the remainder.
 template <int T, typename Rows>
-void rowsLoopBf16(const Rows &rows, int64_t count, int64_t cols, const uint16_t *x,
-                  int64_t xStride, float *out, int64_t outStride) {
+void rowsLoopBf16(const Rows &rows, int64_t count, int64_t cols, const uint16_t *x, int64_t xStride,
+                  float *out, int64_t outStride) {
   constexpr int RB = T == 1 ? 8 : 4;
   int64_t r = 0;
   for (; r + RB <= count; r += RB)
@@ -195,9 +195,8 @@ void dotBlockF32(const float *w, int64_t rows, int64_t cols, const uint16_t *x, 
   run(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, scratch);
 }
 
-void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const uint16_t *x,
-                 int64_t xStride, int64_t tokens, float *out, int64_t outStride,
-                 uint16_t *scratch) {
+void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const uint16_t *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride, uint16_t *scratch) {
   run(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, scratch);
 }
 

@@ -18,9 +18,8 @@ namespace volt::cpu::detail::avx512bf16 {
 void dotBlockF32(const float *w, int64_t rows, int64_t cols, const uint16_t *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, uint16_t *scratch);
 
-void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const uint16_t *x,
-                 int64_t xStride, int64_t tokens, float *out, int64_t outStride,
-                 uint16_t *scratch);
+void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const uint16_t *x, int64_t xStride,
+                 int64_t tokens, float *out, int64_t outStride, uint16_t *scratch);
 
 /// FP8 E4M3 rows, each weight its value times 2^-8 (as fp8ToHalfScaled).
 void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const uint16_t *x, int64_t xStride,

@@ -52,9 +52,12 @@ struct Activations {
   }
 };
 
-/// Whether a GEMM asked for `numerics` runs the fast path here.
+/// Whether a GEMM asked for `numerics` runs the fast path here: the CPU
+/// has it, and dotBlock is not limited below it (setDotBlockPathLimit, so
+/// that tests run the fallback a CPU without AVX512_BF16 takes).
 inline bool runsFast(Numerics numerics) {
-  return numerics == Numerics::Fast && fastNumericsAvailable();
+  return numerics == Numerics::Fast && fastNumericsAvailable() &&
+         dotBlockPath() == DotBlockPath::Avx512Vbmi;
 }
 
 /// The calling thread's activation buffers: kept across ops, so a step

@@ -26,15 +26,15 @@ void moeGroupedLinear(const MoeGroupedLinearParams &params, const uint16_t *in,
   assert(k > 0 && n > 0 && experts > 0 && topK > 0 && (!silu || n % 2 == 0));
   assert(expertStarts[0] == 0 && expertStarts[experts] == pairs);
 
-  detail::groupedGemm(in, order, expertStarts, experts, topK, pairs, params.gatherTokens, k, n,
-                      silu, detail::WeightRows::f16(weight, k),
-                      [](int64_t) { return detail::GemmEpilogue{}; }, params.numerics, out,
-                      pool);
+  detail::groupedGemm(
+      in, order, expertStarts, experts, topK, pairs, params.gatherTokens, k, n, silu,
+      detail::WeightRows::f16(weight, k), [](int64_t) { return detail::GemmEpilogue{}; },
+      params.numerics, out, pool);
 }
 
 void moeGroupedFp8Linear(const MoeGroupedLinearParams &params, const uint16_t *in,
-                         const int32_t *order, const int32_t *expertStarts,
-                         const Fp8Matrix &weight, uint16_t *out, ThreadPool &pool) {
+                         const int32_t *order, const int32_t *expertStarts, const Fp8Matrix &weight,
+                         uint16_t *out, ThreadPool &pool) {
   const int64_t k = params.inFeatures, n = params.outFeatures, experts = params.numExperts;
   const int64_t topK = params.topK, pairs = params.tokens * topK;
   const bool silu = params.epilogue == Epilogue::SiluMul;

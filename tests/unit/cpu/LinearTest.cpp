@@ -1,6 +1,7 @@
 // Linear and QLinear against double-precision matrix products; QLinear's
 // weights are dequantized with runtime/numerics (quantize + dequantizeRow).
 #include "runtime/cpu/Linear.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/numerics/Nvfp4.h"
 
 #include "TestUtil.h"
@@ -216,7 +217,6 @@ TEST(QLinear, GlobalScaleMultipliesTheSum) {
   EXPECT_EQ(out, 2.0f);
 }
 
-
 /// x rounded to BF16 as Numerics::Fast reads it (nearest even).
 std::vector<double> bf16Rounded(const std::vector<double> &x) {
   std::vector<double> r(x.size());
@@ -232,87 +232,95 @@ std::vector<double> bf16Rounded(const std::vector<double> &x) {
 /// within FP32 summation error, the same bits with 1 and 3 threads; on a
 /// CPU without the BF16 instructions, the reference's bits.
 TEST(Linear, FastNumericsIsTheBf16ProductOnEveryFormat) {
-  std::mt19937 rng(24);
-  ThreadPool one(1), three(3);
-  const bool fast = fastNumericsAvailable();
-  for (int64_t k : {16, 48, 100, 257}) {
-    for (int64_t tokens : {1, 3, 9}) {
-      const int64_t n = 37;
-      std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
-      std::vector<uint16_t> bias = randomHalf(static_cast<size_t>(n), rng, 0.1f);
-      const std::vector<double> xd = fast ? bf16Rounded(toDouble(x)) : toDouble(x);
-      const std::string what = "K " + std::to_string(k) + " T " + std::to_string(tokens);
-      auto check = [&](const char *op, auto run, const std::vector<double> &w, auto runReference) {
-        std::vector<float> out1(static_cast<size_t>(tokens * n)), out3(out1.size()),
-            reference(out1.size());
-        run(out1.data(), one);
-        run(out3.data(), three);
-        ASSERT_EQ(out1, out3) << op << " " << what;
-        if (!fast) {
-          runReference(reference.data(), one);
-          ASSERT_EQ(out1, reference) << op << " " << what;
-          return;
+  for (bool limited : {false, true}) {
+    // Limited below AVX-512 VBMI, as on a CPU without the BF16 instructions:
+    // Fast must give the reference's bits.
+    detail::setDotBlockPathLimit(limited ? detail::DotBlockPath::Avx512
+                                         : detail::DotBlockPath::Avx512Vbmi);
+    std::mt19937 rng(24);
+    ThreadPool one(1), three(3);
+    const bool fast = fastNumericsAvailable() && !limited;
+    for (int64_t k : {16, 48, 100, 257}) {
+      for (int64_t tokens : {1, 3, 9}) {
+        const int64_t n = 37;
+        std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * k), rng);
+        std::vector<uint16_t> bias = randomHalf(static_cast<size_t>(n), rng, 0.1f);
+        const std::vector<double> xd = fast ? bf16Rounded(toDouble(x)) : toDouble(x);
+        const std::string what = "K " + std::to_string(k) + " T " + std::to_string(tokens);
+        auto check = [&](const char *op, auto run, const std::vector<double> &w,
+                         auto runReference) {
+          std::vector<float> out1(static_cast<size_t>(tokens * n)), out3(out1.size()),
+              reference(out1.size());
+          run(out1.data(), one);
+          run(out3.data(), three);
+          ASSERT_EQ(out1, out3) << op << " " << what;
+          if (!fast) {
+            runReference(reference.data(), one);
+            ASSERT_EQ(out1, reference) << op << " " << what;
+            return;
+          }
+          expectOutput(out1.data(), DType::F32,
+                       referenceGemm(xd, w, toDouble(bias), tokens, k, n, true),
+                       std::string(op) + " " + what);
+        };
+
+        // FP16 weights (rounded to BF16 by the fast path).
+        std::vector<uint16_t> w16 = randomHalf(static_cast<size_t>(n * k), rng, 0.1f);
+        auto linearWith = [&](Numerics numerics) {
+          return [&, numerics](float *out, ThreadPool &pool) {
+            linear({tokens, k, n, DType::F32, numerics}, x.data(), w16.data(), bias.data(), out,
+                   pool);
+          };
+        };
+        check("linear", linearWith(Numerics::Fast),
+              fast ? bf16Rounded(toDouble(w16)) : toDouble(w16), linearWith(Numerics::Reference));
+
+        // FP8 rows.
+        std::vector<uint8_t> bytes(static_cast<size_t>(n * k));
+        for (auto &b : bytes) {
+          b = static_cast<uint8_t>(rng());
+          if ((b & 0x7F) == 0x7F)
+            b &= 0xFE;
         }
-        expectOutput(out1.data(), DType::F32,
-                     referenceGemm(xd, w, toDouble(bias), tokens, k, n, true),
-                     std::string(op) + " " + what);
-      };
-
-      // FP16 weights (rounded to BF16 by the fast path).
-      std::vector<uint16_t> w16 = randomHalf(static_cast<size_t>(n * k), rng, 0.1f);
-      auto linearWith = [&](Numerics numerics) {
-        return [&, numerics](float *out, ThreadPool &pool) {
-          linear({tokens, k, n, DType::F32, numerics}, x.data(), w16.data(), bias.data(), out,
-                 pool);
+        std::vector<float> scales(static_cast<size_t>(n));
+        for (float &v : scales)
+          v = std::uniform_real_distribution<float>(1e-4f, 1e-2f)(rng);
+        std::vector<double> w8(bytes.size());
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t i = 0; i < k; ++i)
+            w8[static_cast<size_t>(r * k + i)] =
+                static_cast<double>(nvfp4::decodeE4M3(bytes[static_cast<size_t>(r * k + i)])) *
+                scales[static_cast<size_t>(r)];
+        const Fp8Matrix m8{bytes.data(), scales.data(), n, k};
+        auto fp8With = [&](Numerics numerics) {
+          return [&, numerics](float *out, ThreadPool &pool) {
+            fp8Linear({tokens, k, n, DType::F32, numerics}, x.data(), m8, bias.data(), out, pool);
+          };
         };
-      };
-      check("linear", linearWith(Numerics::Fast),
-            fast ? bf16Rounded(toDouble(w16)) : toDouble(w16), linearWith(Numerics::Reference));
+        check("fp8Linear", fp8With(Numerics::Fast), w8, fp8With(Numerics::Reference));
 
-      // FP8 rows.
-      std::vector<uint8_t> bytes(static_cast<size_t>(n * k));
-      for (auto &b : bytes) {
-        b = static_cast<uint8_t>(rng());
-        if ((b & 0x7F) == 0x7F)
-          b &= 0xFE;
+        // NVFP4, three fused parts with their own global scales.
+        if (k % 16 != 0)
+          continue; // NVFP4 needs K a multiple of 16
+        TestNvfp4 w4 = makeNvfp4({20, 9, 8}, k, rng);
+        auto qlinearWith = [&](Numerics numerics) {
+          return [&, numerics](float *out, ThreadPool &pool) {
+            QLinearParams q;
+            q.tokens = tokens;
+            q.inFeatures = k;
+            q.outFeatures = n;
+            q.partRows = w4.partRows;
+            q.globalScales = w4.globalScales;
+            q.outDtype = DType::F32;
+            q.numerics = numerics;
+            qlinear(q, x.data(), w4.view(), bias.data(), out, pool);
+          };
+        };
+        check("qlinear", qlinearWith(Numerics::Fast), w4.values, qlinearWith(Numerics::Reference));
       }
-      std::vector<float> scales(static_cast<size_t>(n));
-      for (float &v : scales)
-        v = std::uniform_real_distribution<float>(1e-4f, 1e-2f)(rng);
-      std::vector<double> w8(bytes.size());
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t i = 0; i < k; ++i)
-          w8[static_cast<size_t>(r * k + i)] =
-              static_cast<double>(nvfp4::decodeE4M3(bytes[static_cast<size_t>(r * k + i)])) *
-              scales[static_cast<size_t>(r)];
-      const Fp8Matrix m8{bytes.data(), scales.data(), n, k};
-      auto fp8With = [&](Numerics numerics) {
-        return [&, numerics](float *out, ThreadPool &pool) {
-          fp8Linear({tokens, k, n, DType::F32, numerics}, x.data(), m8, bias.data(), out, pool);
-        };
-      };
-      check("fp8Linear", fp8With(Numerics::Fast), w8, fp8With(Numerics::Reference));
-
-      // NVFP4, three fused parts with their own global scales.
-      if (k % 16 != 0)
-        continue; // NVFP4 needs K a multiple of 16
-      TestNvfp4 w4 = makeNvfp4({20, 9, 8}, k, rng);
-      auto qlinearWith = [&](Numerics numerics) {
-        return [&, numerics](float *out, ThreadPool &pool) {
-          QLinearParams q;
-          q.tokens = tokens;
-          q.inFeatures = k;
-          q.outFeatures = n;
-          q.partRows = w4.partRows;
-          q.globalScales = w4.globalScales;
-          q.outDtype = DType::F32;
-          q.numerics = numerics;
-          qlinear(q, x.data(), w4.view(), bias.data(), out, pool);
-        };
-      };
-      check("qlinear", qlinearWith(Numerics::Fast), w4.values, qlinearWith(Numerics::Reference));
     }
   }
+  detail::setDotBlockPathLimit(detail::DotBlockPath::Avx512Vbmi);
 }
 
 } // namespace

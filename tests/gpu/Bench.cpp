@@ -322,7 +322,10 @@ int main(int argc, char **argv) {
   std::mt19937 rng(7);
   for (size_t c = 0; c < cases.size(); ++c) {
     const codegen::OpInfo &op = cases[c].op.op;
-    const bool moe = op.kind == plan::OpKind::MoeGroupedQLinear;
+    // The grouped experts: NVFP4, and the FP16 and FP8-row ones of
+    // unquantized and FP8-dynamic checkpoints.
+    const bool moe = op.kind == plan::OpKind::MoeGroupedQLinear ||
+                     op.kind == plan::OpKind::MoeGroupedLinear;
     if (op.kind == plan::OpKind::Attention) {
       benchAttention(g, cases[c], (*planned)[c], registry, copyGbps, peakTflops, repeats);
       continue;

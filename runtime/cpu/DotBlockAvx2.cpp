@@ -137,13 +137,17 @@ struct Nvfp4Rows {
   Lanes loadTail(int, int64_t, int) const { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
 };
 
-inline Lanes multiplyAdd(Lanes acc, Lanes x, Lanes w) {
+/// acc + x * w per lane: the product rounded, then added (the reference),
+/// or fused (Fma: Numerics::Fast on CPUs without AVX512_BF16).
+template <bool Fma> inline Lanes multiplyAdd(Lanes acc, Lanes x, Lanes w) {
+  if constexpr (Fma)
+    return {_mm256_fmadd_ps(x.lo, w.lo, acc.lo), _mm256_fmadd_ps(x.hi, w.hi, acc.hi)};
   return {_mm256_add_ps(acc.lo, _mm256_mul_ps(x.lo, w.lo)),
           _mm256_add_ps(acc.hi, _mm256_mul_ps(x.hi, w.hi))};
 }
 
 /// out[r * outStride + t] for R rows and T tokens.
-template <int R, int T, typename Rows>
+template <int R, int T, bool Fma, typename Rows>
 void kernel(const Rows &rows, int64_t cols, const float *x, int64_t xStride, float *out,
             int64_t outStride) {
   Lanes acc[R][T];
@@ -159,7 +163,7 @@ void kernel(const Rows &rows, int64_t cols, const float *x, int64_t xStride, flo
       const float *xp = x + t * xStride + 16 * b;
       Lanes xv = {_mm256_loadu_ps(xp), _mm256_loadu_ps(xp + 8)};
       for (int r = 0; r < R; ++r)
-        acc[r][t] = multiplyAdd(acc[r][t], xv, w[r]);
+        acc[r][t] = multiplyAdd<Fma>(acc[r][t], xv, w[r]);
     }
   }
   if (const int rest = static_cast<int>(cols % 16)) {
@@ -171,7 +175,7 @@ void kernel(const Rows &rows, int64_t cols, const float *x, int64_t xStride, flo
     for (int t = 0; t < T; ++t) {
       Lanes xv = loadTailF32(x + t * xStride + 16 * blocks, rest);
       for (int r = 0; r < R; ++r)
-        acc[r][t] = multiplyAdd(acc[r][t], xv, w[r]);
+        acc[r][t] = multiplyAdd<Fma>(acc[r][t], xv, w[r]);
     }
   }
   for (int r = 0; r < R; ++r)
@@ -195,57 +199,66 @@ template <> Nvfp4Rows advance(const Nvfp4Rows &rows, int64_t by) {
 }
 
 /// 16 ymm registers: one token takes 4 rows (8 sums), two tokens 2 rows.
-template <int T, typename Rows>
+template <int T, bool Fma, typename Rows>
 void rowsLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, int64_t xStride,
               float *out, int64_t outStride) {
   constexpr int RB = T == 1 ? 4 : 2;
   int64_t r = 0;
   for (; r + RB <= count; r += RB)
-    kernel<RB, T>(advance(rows, r), cols, x, xStride, out + r * outStride, outStride);
+    kernel<RB, T, Fma>(advance(rows, r), cols, x, xStride, out + r * outStride, outStride);
   const Rows tail = advance(rows, r);
   float *o = out + r * outStride;
   switch (count - r) {
   case 1:
-    kernel<1, T>(tail, cols, x, xStride, o, outStride);
+    kernel<1, T, Fma>(tail, cols, x, xStride, o, outStride);
     break;
   case 2:
     if constexpr (RB > 2)
-      kernel<2, T>(tail, cols, x, xStride, o, outStride);
+      kernel<2, T, Fma>(tail, cols, x, xStride, o, outStride);
     break;
   case 3:
     if constexpr (RB > 3)
-      kernel<3, T>(tail, cols, x, xStride, o, outStride);
+      kernel<3, T, Fma>(tail, cols, x, xStride, o, outStride);
     break;
   default:
     break;
   }
 }
 
-template <typename Rows>
+template <bool Fma = false, typename Rows>
 void tokensLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, int64_t xStride,
                 int64_t tokens, float *out, int64_t outStride) {
   int64_t t = 0;
   for (; t + 2 <= tokens; t += 2)
-    rowsLoop<2>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
+    rowsLoop<2, Fma>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
   if (t < tokens)
-    rowsLoop<1>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
+    rowsLoop<1, Fma>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
 }
 
 } // namespace
 
 void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
-                 int64_t tokens, float *out, int64_t outStride) {
-  tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+                 int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
-                 int64_t tokens, float *out, int64_t outStride) {
-  tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+                 int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
-                 int64_t tokens, float *out, int64_t outStride) {
-  tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+                 int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
@@ -259,9 +272,12 @@ void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
 
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
-                   int64_t outStride) {
-  tokensLoop(Nvfp4Rows{packed, scales, cols, e4m3, e2m1Magnitudes()}, rows, cols, x, xStride,
-             tokens, out, outStride);
+                   int64_t outStride, bool fma) {
+  const Nvfp4Rows weights{packed, scales, cols, e4m3, e2m1Magnitudes()};
+  if (fma)
+    tokensLoop<true>(weights, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(weights, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,

@@ -20,18 +20,27 @@ namespace volt::cpu::detail::avx512 {
 #include "runtime/cpu/DotBlockAvx512Body.inc"
 
 void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
-                 int64_t tokens, float *out, int64_t outStride) {
-  tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+                 int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
-                 int64_t tokens, float *out, int64_t outStride) {
-  tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+                 int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
-                 int64_t tokens, float *out, int64_t outStride) {
-  tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+                 int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
 }
 
 void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
@@ -47,9 +56,8 @@ void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
 
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
-                   int64_t outStride) {
-  tokensLoop(Nvfp4Rows{packed, scales, cols, &scaledE2m1(e4m3)}, rows, cols, x, xStride, tokens,
-             out, outStride);
+                   int64_t outStride, bool fma) {
+  nvfp4Body(packed, scales, e4m3, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,

@@ -334,27 +334,30 @@ struct Avx2Body {
   static constexpr auto fp8ToHalves = avx2::fp8ToHalfScaled;
 };
 
+/// The register paths' dotBlock; `fma`: Numerics::Fast's fused form.
 template <typename Body>
 void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStride, int64_t tokens,
-                float *out, int64_t outStride, std::vector<float> &scratch) {
+                float *out, int64_t outStride, std::vector<float> &scratch, bool fma) {
   const int64_t cols = w.cols;
   switch (w.format) {
   case WeightRows::Format::F32:
-    Body::f32(static_cast<const float *>(w.data), rows, cols, x, xStride, tokens, out, outStride);
+    Body::f32(static_cast<const float *>(w.data), rows, cols, x, xStride, tokens, out, outStride,
+              fma);
     return;
   case WeightRows::Format::F16:
     Body::f16(static_cast<const uint16_t *>(w.data), rows, cols, x, xStride, tokens, out,
-              outStride);
+              outStride, fma);
     return;
   case WeightRows::Format::Nvfp4: {
     const auto *packed = static_cast<const uint8_t *>(w.data);
     if (tokens <= kDecodeInRegistersTokens) {
-      Body::nvfp4(packed, w.scales, e4m3Values(), rows, cols, x, xStride, tokens, out, outStride);
+      Body::nvfp4(packed, w.scales, e4m3Values(), rows, cols, x, xStride, tokens, out, outStride,
+                  fma);
       return;
     }
     scratch.resize(static_cast<size_t>(rows * cols));
     Body::decodeNvfp4(packed, w.scales, e4m3Values(), rows, cols, scratch.data());
-    Body::f32(scratch.data(), rows, cols, x, xStride, tokens, out, outStride);
+    Body::f32(scratch.data(), rows, cols, x, xStride, tokens, out, outStride, fma);
     return;
   }
   case WeightRows::Format::Fp8: {
@@ -364,7 +367,7 @@ void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStri
     // is what streams from memory, with the bits of fp8ToHalfScaled.
     const auto *bytes = static_cast<const uint8_t *>(w.data);
     if (tokens <= kDecodeInRegistersTokens) {
-      Body::fp8(bytes, rows, cols, x, xStride, tokens, out, outStride);
+      Body::fp8(bytes, rows, cols, x, xStride, tokens, out, outStride, fma);
       return;
     }
     constexpr int64_t kRows = 16;
@@ -373,7 +376,7 @@ void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStri
     for (int64_t r0 = 0; r0 < rows; r0 += kRows) {
       const int64_t n = std::min(kRows, rows - r0);
       Body::fp8ToHalves(bytes + r0 * cols, halves, n * cols);
-      Body::f16(halves, n, cols, x, xStride, tokens, out + r0 * outStride, outStride);
+      Body::f16(halves, n, cols, x, xStride, tokens, out + r0 * outStride, outStride, fma);
     }
     return;
   }
@@ -438,25 +441,54 @@ DotBlockPath dotBlockPath() {
 
 void setDotBlockPathLimit(DotBlockPath limit) { pathLimit().store(limit); }
 
-void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
+namespace {
+
+/// dotBlock and dotBlockFma: the path's body, fused or not.
+void dispatch(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
               int64_t xStride, int64_t tokens, float *out, int64_t outStride,
-              std::vector<float> &scratch) {
+              std::vector<float> &scratch, bool fma) {
   if (rows <= 0 || tokens <= 0)
     return;
   const WeightRows w = weights.from(first);
 #ifdef VOLT_CPU_AVX512
   const DotBlockPath path = dotBlockPath();
   if (path == DotBlockPath::Avx512Vbmi)
-    dotBlockIn<Avx512VbmiBody>(w, rows, x, xStride, tokens, out, outStride, scratch);
+    dotBlockIn<Avx512VbmiBody>(w, rows, x, xStride, tokens, out, outStride, scratch, fma);
   else if (path == DotBlockPath::Avx512)
-    dotBlockIn<Avx512Body>(w, rows, x, xStride, tokens, out, outStride, scratch);
+    dotBlockIn<Avx512Body>(w, rows, x, xStride, tokens, out, outStride, scratch, fma);
   else if (path == DotBlockPath::Avx2)
-    dotBlockIn<Avx2Body>(w, rows, x, xStride, tokens, out, outStride, scratch);
+    dotBlockIn<Avx2Body>(w, rows, x, xStride, tokens, out, outStride, scratch, fma);
   else
     dotBlockPortable(w, rows, x, xStride, tokens, out, outStride, scratch);
 #else
+  (void)fma;
   dotBlockPortable(w, rows, x, xStride, tokens, out, outStride, scratch);
 #endif
+}
+
+} // namespace
+
+void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
+              int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+              std::vector<float> &scratch) {
+  dispatch(weights, first, rows, x, xStride, tokens, out, outStride, scratch, false);
+}
+
+bool fmaDotAvailable() {
+#ifdef VOLT_CPU_AVX512
+  static const bool cpuHasFma = __builtin_cpu_supports("fma");
+  const DotBlockPath path = dotBlockPath();
+  return path >= DotBlockPath::Avx512 || (path == DotBlockPath::Avx2 && cpuHasFma);
+#else
+  return false;
+#endif
+}
+
+void dotBlockFma(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
+                 int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+                 std::vector<float> &scratch) {
+  // Only called where fmaDotAvailable(): the portable branch never runs.
+  dispatch(weights, first, rows, x, xStride, tokens, out, outStride, scratch, true);
 }
 
 } // namespace volt::cpu::detail
@@ -466,6 +498,21 @@ namespace volt::cpu {
 bool fastNumericsAvailable() {
   static const bool available = detail::cpuHasBf16Dot();
   return available;
+}
+
+bool fastFmaAvailable() {
+#if defined(VOLT_CPU_AVX512) && defined(__GNUC__)
+  // The best dotBlock path has FMA: AVX-512 F always, AVX2 where the CPU
+  // says so.
+  static const bool available = [] {
+    const detail::DotBlockPath best = detail::cpuBestPath();
+    return best >= detail::DotBlockPath::Avx512 ||
+           (best == detail::DotBlockPath::Avx2 && __builtin_cpu_supports("fma"));
+  }();
+  return available;
+#else
+  return false;
+#endif
 }
 
 } // namespace volt::cpu

@@ -115,6 +115,18 @@ void dotBlockBf16(const WeightRows &weights, int64_t first, int64_t rows, const 
                   int64_t xStride, int64_t tokens, float *out, int64_t outStride,
                   std::vector<float> &scratch);
 
+/// Whether dotBlockFma runs here: an AVX-512 or AVX2 + FMA path not limited
+/// below them (setDotBlockPathLimit).
+bool fmaDotAvailable();
+
+/// Numerics::Fast's dotBlock where the CPU has no AVX512_BF16 (only where
+/// fmaDotAvailable()): dotBlock's loops with each product added by a fused
+/// multiply-add (one rounding for both), FP32 activations: another order
+/// of bits than dot(), the same for every thread count and token count.
+void dotBlockFma(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
+                 int64_t xStride, int64_t tokens, float *out, int64_t outStride,
+                 std::vector<float> &scratch);
+
 /// The instruction sets dotBlock has a body for, in increasing order.
 enum class DotBlockPath : uint8_t { Portable, Avx2, Avx512, Avx512Vbmi };
 

@@ -26,7 +26,7 @@ void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
               void *out, ThreadPool &pool, const detail::WeightRows &weights) {
   const detail::Activations x =
       detail::loadActivations(detail::activationScratch(), in, tokens, k,
-                              detail::runsFast(numerics), [](int64_t j) { return j; }, pool);
+                              detail::gemmPath(numerics), [](int64_t j) { return j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
   epilogue.siluUpOffset = silu ? n / 2 : -1;
   const int64_t group = detail::columnGroup(columns, tokens, pool.threads());

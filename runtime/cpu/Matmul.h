@@ -39,26 +39,36 @@ inline int64_t columnGroup(int64_t columns, int64_t tokens, int threads) {
   return std::clamp(g, kColumnGroup, kMaxColumnGroup);
 }
 
-/// A GEMM's activation rows: FP32 copies for the reference, BF16 (rounded
-/// to nearest even, zero-padded to bf16Stride) for Numerics::Fast; row t
-/// at t * stride of whichever is set.
+/// How a GEMM multiplies here: the reference (dotBlock), Numerics::Fast
+/// with BF16 dot products (dotBlockBf16) or, on CPUs without them, with
+/// fused multiply-adds (dotBlockFma).
+enum class GemmPath : uint8_t { Reference, Bf16, Fma };
+
+/// The path of a GEMM asked for `numerics`: BF16 where the CPU has it and
+/// dotBlock is not limited below VBMI, else FMA where an AVX-512 or AVX2 +
+/// FMA path runs (setDotBlockPathLimit lets tests take each fallback).
+inline GemmPath gemmPath(Numerics numerics) {
+  if (numerics != Numerics::Fast)
+    return GemmPath::Reference;
+  if (fastNumericsAvailable() && dotBlockPath() == DotBlockPath::Avx512Vbmi)
+    return GemmPath::Bf16;
+  return fmaDotAvailable() ? GemmPath::Fma : GemmPath::Reference;
+}
+
+/// A GEMM's activation rows: FP32 copies (the reference and the FMA
+/// path), or BF16 (rounded to nearest even, zero-padded to bf16Stride) for
+/// the BF16 path; row t at t * stride of whichever is set.
 struct Activations {
   const float *f32 = nullptr;
   const uint16_t *bf16 = nullptr;
   int64_t stride = 0;
+  bool fma = false;
 
   Activations from(int64_t row) const {
-    return {f32 ? f32 + row * stride : nullptr, bf16 ? bf16 + row * stride : nullptr, stride};
+    return {f32 ? f32 + row * stride : nullptr, bf16 ? bf16 + row * stride : nullptr, stride,
+            fma};
   }
 };
-
-/// Whether a GEMM asked for `numerics` runs the fast path here: the CPU
-/// has it, and dotBlock is not limited below it (setDotBlockPathLimit, so
-/// that tests run the fallback a CPU without AVX512_BF16 takes).
-inline bool runsFast(Numerics numerics) {
-  return numerics == Numerics::Fast && fastNumericsAvailable() &&
-         dotBlockPath() == DotBlockPath::Avx512Vbmi;
-}
 
 /// The calling thread's activation buffers: kept across ops, so a step
 /// allocates nothing once it has run at its largest shape. An op uses them
@@ -72,13 +82,13 @@ inline ActivationScratch &activationScratch() {
   return x;
 }
 
-/// Copies of FP16 activation rows [rows, cols] in the form `fast` asks
-/// for (see Activations), in `x`: row j is in[source(j)].
+/// Copies of FP16 activation rows [rows, cols] in the form `path` reads
+/// (see Activations), in `x`: row j is in[source(j)].
 template <typename Source>
 Activations loadActivations(ActivationScratch &x, const uint16_t *in, int64_t rows, int64_t cols,
-                            bool fast, Source &&source, ThreadPool &pool) {
+                            GemmPath path, Source &&source, ThreadPool &pool) {
   const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1));
-  if (fast) {
+  if (path == GemmPath::Bf16) {
     const int64_t stride = bf16Stride(cols);
     x.bf16.resize(static_cast<size_t>(rows * stride));
     uint16_t *dst = x.bf16.data();
@@ -94,7 +104,7 @@ Activations loadActivations(ActivationScratch &x, const uint16_t *in, int64_t ro
     for (int64_t j = begin; j < end; ++j)
       halfToFloat(in + source(j) * cols, dst + j * cols, cols);
   });
-  return {dst, nullptr, cols};
+  return {dst, nullptr, cols, path == GemmPath::Fma};
 }
 
 /// How a GEMM turns the FP32 dot of weight row r into its output:
@@ -152,7 +162,8 @@ inline GemmScratch &gemmScratch() {
 
 /// Output columns [column0, column0 + columns) for `tokens` activation rows
 /// x [tokens, cols] against `weights` (its row r is output column r), by
-/// dotBlock, or dotBlockBf16 when x holds BF16 rows;
+/// dotBlock, dotBlockFma when x says so, or dotBlockBf16 when x holds BF16
+/// rows;
 /// store(t, c, y) stores output column c of activation row t.
 template <typename Store>
 void gemmItem(int64_t column0, int64_t columns, const Activations &x, int64_t tokens, int64_t cols,
@@ -175,6 +186,8 @@ void gemmItem(int64_t column0, int64_t columns, const Activations &x, int64_t to
     auto block = [&](int64_t first, float *out) {
       if (xt.bf16)
         dotBlockBf16(weights, first, columns, xt.bf16, xt.stride, n, out, tile, scratch.weights);
+      else if (xt.fma)
+        dotBlockFma(weights, first, columns, xt.f32, xt.stride, n, out, tile, scratch.weights);
       else
         dotBlock(weights, first, columns, xt.f32, xt.stride, n, out, tile, scratch.weights);
     };
@@ -210,7 +223,7 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
                  int64_t n, bool silu, const WeightRows &weights, EpilogueOf &&epilogueOf,
                  Numerics numerics, uint16_t *out, ThreadPool &pool) {
   const Activations x = loadActivations(
-      activationScratch(), in, pairs, k, runsFast(numerics),
+      activationScratch(), in, pairs, k, gemmPath(numerics),
       [&](int64_t j) -> int64_t { return gatherTokens ? order[j] / topK : j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
   struct Item {

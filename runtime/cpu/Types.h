@@ -36,14 +36,20 @@ enum class Epilogue : uint8_t {
 /// multiplied by the weights rounded to BF16 (exact for NVFP4, FP8 and
 /// weights that were BF16 before the plan held them in FP16) with
 /// vdpbf16ps, summed in FP32 in another order; on a CPU without
-/// AVX512_BF16 (fastNumericsAvailable() false) Fast runs Reference.
+/// AVX512_BF16 (fastNumericsAvailable() false), FP32 products fused into
+/// their sums (fastFmaAvailable()), or else Reference.
 enum class Numerics : uint8_t {
   Reference = 0,
   Fast = 1,
 };
 
-/// Whether this CPU (and build) runs Numerics::Fast as described above.
+/// Whether this CPU (and build) runs Numerics::Fast with BF16 dot
+/// products as described above.
 bool fastNumericsAvailable();
+
+/// Whether, without them, Numerics::Fast runs with fused multiply-adds
+/// (FP32 activations; AVX-512, or AVX2 and FMA); else it runs Reference.
+bool fastFmaAvailable();
 
 /// Bytes per element of `dtype`.
 inline constexpr size_t dtypeSize(DType dtype) { return dtype == DType::F32 ? 4 : 2; }

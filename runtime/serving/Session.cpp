@@ -101,8 +101,11 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
     if (options.cpuNumerics == cpu::Numerics::Fast)
       s->backendReason_ += cpu::fastNumericsAvailable()
                                ? "; fast numerics (BF16 dot products)"
-                               : "; fast numerics asked, but this CPU lacks AVX512_BF16 or "
-                                 "AVX512_VBMI: reference numerics";
+                           : cpu::fastFmaAvailable()
+                               ? "; fast numerics (fused multiply-adds: this CPU has no "
+                                 "AVX512_BF16)"
+                               : "; fast numerics asked, but this CPU has neither AVX512_BF16 "
+                                 "nor FMA: reference numerics";
     s->backend_ = std::move(*cpu);
   }
 

@@ -362,5 +362,74 @@ TEST(Kernels, DotBlockBf16MatchesBf16ProductsSummedExactly) {
   }
 }
 
+
+/// Numerics::Fast's fused path (CPUs without AVX512_BF16), on every path
+/// that has it: within the FP32 summation bound of the exact products, and
+/// fused: a product whose rounding the reference loses survives.
+TEST(Kernels, DotBlockFmaFusesEachProductOnEveryPath) {
+  using Path = detail::DotBlockPath;
+  using Format = detail::WeightRows::Format;
+  std::mt19937 rng(10);
+  std::normal_distribution<float> dist;
+  int paths = 0;
+  for (Path limit : {Path::Avx512Vbmi, Path::Avx512, Path::Avx2}) {
+    detail::setDotBlockPathLimit(limit);
+    if (detail::dotBlockPath() != limit || !detail::fmaDotAvailable())
+      continue;
+    ++paths;
+    // Lane 0 holds -(1 + 2^-11) x 1, then (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24:
+    // rounded first (the reference) the sum is 0, fused it is 2^-24.
+    std::vector<float> w(32, 0.0f), x(32, 0.0f), scratch;
+    w[0] = 1.0f;
+    x[0] = -(1.0f + 0x1p-11f);
+    w[16] = x[16] = 1.0f + 0x1p-12f;
+    float fused = -1, reference = -1;
+    detail::dotBlockFma(detail::WeightRows::f32(w.data(), 32), 0, 1, x.data(), 32, 1, &fused, 1,
+                        scratch);
+    detail::dotBlock(detail::WeightRows::f32(w.data(), 32), 0, 1, x.data(), 32, 1, &reference, 1,
+                     scratch);
+    EXPECT_EQ(fused, 0x1p-24f) << "path " << static_cast<int>(limit);
+    EXPECT_EQ(reference, 0.0f);
+    for (Format format : {Format::F32, Format::F16, Format::Nvfp4, Format::Fp8}) {
+      std::vector<int64_t> lengths = {16, 48, 1040};
+      if (format != Format::Nvfp4)
+        lengths = {1, 15, 37, 1041};
+      for (int64_t cols : lengths) {
+        BlockWeights bw(format, 13, cols, rng);
+        for (int64_t tokens : {1, 3, 4, 5, 9}) {
+          const int64_t xStride = cols + 3, outStride = tokens + 1;
+          std::vector<float> xs(static_cast<size_t>(tokens * xStride));
+          for (auto &v : xs)
+            v = std::ldexp(dist(rng), static_cast<int>(rng() % 16) - 8);
+          std::vector<float> out(static_cast<size_t>(11 * outStride), 12345.0f);
+          detail::dotBlockFma(bw.rows(format, cols), 2, 11, xs.data(), xStride, tokens, out.data(),
+                              outStride, scratch);
+          for (int64_t r = 0; r < 11; ++r)
+            for (int64_t t = 0; t < tokens; ++t) {
+              double want = 0, magnitude = 0;
+              for (int64_t i = 0; i < cols; ++i) {
+                const double p = static_cast<double>(bw.decoded[(2 + r) * cols + i]) *
+                                 xs[static_cast<size_t>(t * xStride + i)];
+                want += p;
+                magnitude += std::fabs(p);
+              }
+              // Plus the subnormal results' spacing (F32 weights reach 2^-140).
+              const double bound =
+                  (static_cast<double>(cols) / 16 + 8) * (0x1p-24 * magnitude + 0x1p-149);
+              ASSERT_LE(std::fabs(out[static_cast<size_t>(r * outStride + t)] - want), bound)
+                  << "path " << static_cast<int>(limit) << " format " << static_cast<int>(format)
+                  << " cols " << cols << " tokens " << tokens << " at (" << r << ", " << t << ")";
+            }
+          for (int64_t r = 0; r < 11; ++r)
+            ASSERT_EQ(out[static_cast<size_t>(r * outStride + tokens)], 12345.0f);
+        }
+      }
+    }
+  }
+  detail::setDotBlockPathLimit(Path::Avx512Vbmi);
+  if (paths == 0)
+    std::printf("dotBlockFma: this CPU has neither AVX-512 nor AVX2 with FMA\n");
+}
+
 } // namespace
 } // namespace volt::cpu

@@ -2,6 +2,7 @@
 // weights are dequantized with runtime/numerics (quantize + dequantizeRow).
 #include "runtime/cpu/Linear.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Matmul.h"
 #include "runtime/numerics/Nvfp4.h"
 
 #include "TestUtil.h"
@@ -232,14 +233,17 @@ std::vector<double> bf16Rounded(const std::vector<double> &x) {
 /// within FP32 summation error, the same bits with 1 and 3 threads; on a
 /// CPU without the BF16 instructions, the reference's bits.
 TEST(Linear, FastNumericsIsTheBf16ProductOnEveryFormat) {
-  for (bool limited : {false, true}) {
-    // Limited below AVX-512 VBMI, as on a CPU without the BF16 instructions:
-    // Fast must give the reference's bits.
-    detail::setDotBlockPathLimit(limited ? detail::DotBlockPath::Avx512
-                                         : detail::DotBlockPath::Avx512Vbmi);
+  // Each path a CPU may take: BF16 (VBMI + AVX512_BF16), fused
+  // multiply-adds (AVX-512 or AVX2 without them: the exact products within
+  // the FP32 bound), and the reference's bits (no FMA path).
+  for (detail::DotBlockPath limit :
+       {detail::DotBlockPath::Avx512Vbmi, detail::DotBlockPath::Avx512,
+        detail::DotBlockPath::Avx2, detail::DotBlockPath::Portable}) {
+    detail::setDotBlockPathLimit(limit);
+    const detail::GemmPath path = detail::gemmPath(Numerics::Fast);
+    const bool fast = path == detail::GemmPath::Bf16, limited = path == detail::GemmPath::Reference;
     std::mt19937 rng(24);
     ThreadPool one(1), three(3);
-    const bool fast = fastNumericsAvailable() && !limited;
     for (int64_t k : {16, 48, 100, 257}) {
       for (int64_t tokens : {1, 3, 9}) {
         const int64_t n = 37;

@@ -4,6 +4,8 @@
 // the CPU; see docs/golden.md for the tolerance rule and why it holds for
 // an FP16 implementation).
 #include "compiler/driver/Compile.h"
+#include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Matmul.h"
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/serving/Generate.h"
 #include "runtime/serving/Session.h"
@@ -19,14 +21,20 @@
 #include <unistd.h>
 
 namespace volt {
-namespace cpu {
-// gtest names a case's numerics by this (found by argument lookup).
-void PrintTo(Numerics numerics, std::ostream *os) {
-  *os << (numerics == Numerics::Fast ? "fast" : "reference");
-}
-} // namespace cpu
-
 namespace {
+
+/// How the cpu backend multiplies in a case: the reference numerics, or
+/// --cpu-numerics fast on its BF16 path (AVX512_BF16) or its FMA path (the
+/// path a CPU without AVX512_BF16 takes, run here by limiting dotBlock to
+/// AVX-512 without VBMI).
+enum class Mode { Reference, FastBf16, FastFma };
+
+const char *modeName(Mode m) {
+  return m == Mode::Reference ? "reference" : m == Mode::FastBf16 ? "fast" : "fast_fma";
+}
+
+// gtest names a case's mode by this (found by argument lookup).
+void PrintTo(Mode m, std::ostream *os) { *os << modeName(m); }
 
 namespace fs = std::filesystem;
 
@@ -177,15 +185,27 @@ void compareRow(const nlohmann::json &c, const Rule &rule, size_t position,
   ++cmp.compared;
 }
 
-/// The case, the tensor-parallel size, and the cpu backend's numerics
-/// (Fast: BF16 activations and dot products, held to the scaled rule).
-class GoldenCase
-    : public ::testing::TestWithParam<std::tuple<std::string, int, cpu::Numerics>> {};
+/// The case, the tensor-parallel size, and the mode (FastBf16 is held to
+/// the scaled rule, FastFma to the reference's: fusing a product into its
+/// sum is never less accurate than rounding it first).
+class GoldenCase : public ::testing::TestWithParam<std::tuple<std::string, int, Mode>> {};
 
 TEST_P(GoldenCase, LogitsAndGreedyTokensMatchTransformers) {
-  auto [name, tp, numerics] = GetParam();
-  if (numerics == cpu::Numerics::Fast && !cpu::fastNumericsAvailable())
-    std::printf("this CPU lacks AVX512_BF16 or VBMI: the fast cases run the reference\n");
+  auto [name, tp, mode] = GetParam();
+  const cpu::Numerics numerics =
+      mode == Mode::Reference ? cpu::Numerics::Reference : cpu::Numerics::Fast;
+  struct PathLimit {
+    explicit PathLimit(Mode m) {
+      if (m == Mode::FastFma)
+        cpu::detail::setDotBlockPathLimit(cpu::detail::DotBlockPath::Avx512);
+    }
+    ~PathLimit() { cpu::detail::setDotBlockPathLimit(cpu::detail::DotBlockPath::Avx512Vbmi); }
+  } limit(mode);
+  const cpu::detail::GemmPath path = cpu::detail::gemmPath(numerics);
+  if ((mode == Mode::FastBf16 && path != cpu::detail::GemmPath::Bf16) ||
+      (mode == Mode::FastFma && path != cpu::detail::GemmPath::Fma))
+    std::printf("this CPU has no %s path: the case runs the one it takes\n",
+                mode == Mode::FastBf16 ? "BF16" : "FMA");
   nlohmann::json c = readCase(name);
   fs::path planPath = compileCase(c, tp);
   auto loaded = plan::LoadedPlan::load(planPath);
@@ -195,7 +215,8 @@ TEST_P(GoldenCase, LogitsAndGreedyTokensMatchTransformers) {
   auto backend = executor::CpuBackend::create(**loaded, backendOptions);
   ASSERT_TRUE(backend.ok()) << backend.message();
   const plan::Plan &p = (*loaded)->plan();
-  const Rule rule = ruleFor(c, numerics);
+  const Rule rule = ruleFor(c, mode == Mode::FastBf16 ? cpu::Numerics::Fast
+                                                      : cpu::Numerics::Reference);
 
   std::vector<int32_t> prompt = c["prompt_ids"].get<std::vector<int32_t>>();
   std::vector<int32_t> generated = c["generated_ids"].get<std::vector<int32_t>>();
@@ -218,9 +239,8 @@ TEST_P(GoldenCase, LogitsAndGreedyTokensMatchTransformers) {
     compareRow(c, rule, pos, lastLogits(**backend, p, prefix), c["step_logits"][i], cmp);
   }
   EXPECT_GT(cmp.compared, 0);
-  const char *numericsName = numerics == cpu::Numerics::Fast ? "fast" : "reference";
   std::printf("%s tp=%d %s: %d rows compared (worst at %.2f of its bound), %d skipped\n",
-              name.c_str(), tp, numericsName, cmp.compared, cmp.worstRatio, cmp.skipped);
+              name.c_str(), tp, modeName(mode), cmp.compared, cmp.worstRatio, cmp.skipped);
 
   // Greedy generation through the engine: the robust prefix must match.
   int robust = rule.robustPrefix;
@@ -249,8 +269,8 @@ const auto kCases = ::testing::Values(
 
 std::string caseName(const ::testing::TestParamInfo<GoldenCase::ParamType> &info) {
   std::string n = std::get<0>(info.param) + "_tp" + std::to_string(std::get<1>(info.param));
-  if (std::get<2>(info.param) == cpu::Numerics::Fast)
-    n += "_fast";
+  if (std::get<2>(info.param) != Mode::Reference)
+    n += std::string("_") + modeName(std::get<2>(info.param));
   for (char &ch : n)
     if (ch == '-' || ch == '.')
       ch = '_';
@@ -259,14 +279,14 @@ std::string caseName(const ::testing::TestParamInfo<GoldenCase::ParamType> &info
 
 INSTANTIATE_TEST_SUITE_P(Golden, GoldenCase,
                          ::testing::Combine(kCases, ::testing::Values(1, 2),
-                                            ::testing::Values(cpu::Numerics::Reference)),
+                                            ::testing::Values(Mode::Reference)),
                          caseName);
 
-// Fast numerics at TP 1 (the all-reduce adds nothing the reference cases
-// do not already cover).
+// Fast numerics at TP 1, on both of its paths (the all-reduce adds nothing
+// the reference cases do not already cover).
 INSTANTIATE_TEST_SUITE_P(GoldenFast, GoldenCase,
                          ::testing::Combine(kCases, ::testing::Values(1),
-                                            ::testing::Values(cpu::Numerics::Fast)),
+                                            ::testing::Values(Mode::FastBf16, Mode::FastFma)),
                          caseName);
 
 } // namespace

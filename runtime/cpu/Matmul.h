@@ -5,6 +5,8 @@
 // the activation rows (detail::dotBlock), a token tile at a time so the tile
 // stays in cache. Every accumulator is one detail::dot (Kernels.h), so
 // tiling, threading and the instruction set change speed, never bits.
+// Numerics::Fast swaps the dot (gemmPath: BF16 rows and dotBlockBf16, or
+// dotBlockFma), again the same bits for any tiling and thread count.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

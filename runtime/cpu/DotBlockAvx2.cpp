@@ -235,30 +235,31 @@ void tokensLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, i
     rowsLoop<1, Fma>(rows, count, cols, x + t * xStride, xStride, out + t, outStride);
 }
 
+/// tokensLoop, fused or not (the entry points' `fma`).
+template <typename Rows>
+void tokensLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, int64_t xStride,
+                int64_t tokens, float *out, int64_t outStride, bool fma) {
+  if (fma)
+    tokensLoop<true>(rows, count, cols, x, xStride, tokens, out, outStride);
+  else
+    tokensLoop<false>(rows, count, cols, x, xStride, tokens, out, outStride);
+}
+
 } // namespace
 
 void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, bool fma) {
-  if (fma)
-    tokensLoop<true>(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, bool fma) {
-  if (fma)
-    tokensLoop<true>(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, bool fma) {
-  if (fma)
-    tokensLoop<true>(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
@@ -273,11 +274,8 @@ void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
                    int64_t outStride, bool fma) {
-  const Nvfp4Rows weights{packed, scales, cols, e4m3, e2m1Magnitudes()};
-  if (fma)
-    tokensLoop<true>(weights, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(weights, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(Nvfp4Rows{packed, scales, cols, e4m3, e2m1Magnitudes()}, rows, cols, x, xStride,
+             tokens, out, outStride, fma);
 }
 
 void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,

@@ -21,26 +21,17 @@ namespace volt::cpu::detail::avx512 {
 
 void dotBlockF32(const float *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, bool fma) {
-  if (fma)
-    tokensLoop<true>(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(F32Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void dotBlockF16(const uint16_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, bool fma) {
-  if (fma)
-    tokensLoop<true>(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(F16Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, int64_t xStride,
                  int64_t tokens, float *out, int64_t outStride, bool fma) {
-  if (fma)
-    tokensLoop<true>(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
-  else
-    tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride);
+  tokensLoop(Fp8Rows{w, cols}, rows, cols, x, xStride, tokens, out, outStride, fma);
 }
 
 void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
@@ -57,7 +48,8 @@ void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
                    int64_t outStride, bool fma) {
-  nvfp4Body(packed, scales, e4m3, rows, cols, x, xStride, tokens, out, outStride, fma);
+  tokensLoop(Nvfp4Rows{packed, scales, cols, &scaledE2m1(e4m3)}, rows, cols, x, xStride, tokens,
+             out, outStride, fma);
 }
 
 void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,

@@ -5,7 +5,8 @@
 // (Kernels.h) of weight row r (of `rows`, each `cols` long) and activation
 // row t (of `tokens`, at x + t * xStride); with `fma`, each product is
 // added by a fused multiply-add instead (Numerics::Fast where the CPU has
-// no AVX512_BF16: one rounding per product and sum, another order of bits).
+// no AVX512_BF16: one rounding per product and sum, the same bits where
+// the products are exact).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -24,7 +24,8 @@ namespace volt::cpu::detail::avx512vbmi {
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
                    int64_t outStride, bool fma) {
-  nvfp4Body(packed, scales, e4m3, rows, cols, x, xStride, tokens, out, outStride, fma);
+  tokensLoop(Nvfp4Rows{packed, scales, cols, &scaledE2m1(e4m3)}, rows, cols, x, xStride, tokens,
+             out, outStride, fma);
 }
 
 } // namespace volt::cpu::detail::avx512vbmi

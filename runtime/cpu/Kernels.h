@@ -121,8 +121,11 @@ bool fmaDotAvailable();
 
 /// Numerics::Fast's dotBlock where the CPU has no AVX512_BF16 (only where
 /// fmaDotAvailable()): dotBlock's loops with each product added by a fused
-/// multiply-add (one rounding for both), FP32 activations: another order
-/// of bits than dot(), the same for every thread count and token count.
+/// multiply-add (one rounding for both), FP32 activations. Where every
+/// product is exact in FP32 (an FP16 activation times an FP16, FP8 or
+/// NVFP4 weight) that is dotBlock's bits; otherwise each product keeps the
+/// bits the reference rounds away. The same for every thread and token
+/// count.
 void dotBlockFma(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
                  int64_t xStride, int64_t tokens, float *out, int64_t outStride,
                  std::vector<float> &scratch);

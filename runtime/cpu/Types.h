@@ -37,7 +37,8 @@ enum class Epilogue : uint8_t {
 /// weights that were BF16 before the plan held them in FP16) with
 /// vdpbf16ps, summed in FP32 in another order; on a CPU without
 /// AVX512_BF16 (fastNumericsAvailable() false), FP32 products fused into
-/// their sums (fastFmaAvailable()), or else Reference.
+/// their sums (fastFmaAvailable(); the reference's bits, since an FP16
+/// activation times a plan's weight is exact in FP32), or else Reference.
 enum class Numerics : uint8_t {
   Reference = 0,
   Fast = 1,

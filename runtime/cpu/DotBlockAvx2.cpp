@@ -49,11 +49,11 @@ inline Lanes loadTailF32(const float *p, int count) {
 struct F32Rows {
   const float *base;
   int64_t stride;
-  Lanes load(int r, int64_t b) const {
+  Lanes load(int64_t r, int64_t b) const {
     const float *p = base + r * stride + 16 * b;
     return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)};
   }
-  Lanes loadTail(int r, int64_t b, int count) const {
+  Lanes loadTail(int64_t r, int64_t b, int count) const {
     return loadTailF32(base + r * stride + 16 * b, count);
   }
 };
@@ -61,12 +61,12 @@ struct F32Rows {
 struct F16Rows {
   const uint16_t *base;
   int64_t stride;
-  Lanes load(int r, int64_t b) const {
+  Lanes load(int64_t r, int64_t b) const {
     const uint16_t *p = base + r * stride + 16 * b;
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))),
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p + 8)))};
   }
-  Lanes loadTail(int r, int64_t b, int count) const {
+  Lanes loadTail(int64_t r, int64_t b, int count) const {
     uint16_t buf[16] = {};
     const uint16_t *p = base + r * stride + 16 * b;
     for (int i = 0; i < count; ++i)
@@ -93,11 +93,11 @@ inline Lanes halvesToLanes(__m256i h) {
 struct Fp8Rows {
   const uint8_t *base;
   int64_t stride;
-  Lanes load(int r, int64_t b) const {
+  Lanes load(int64_t r, int64_t b) const {
     return halvesToLanes(fp8ToHalves(
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(base + r * stride + 16 * b))));
   }
-  Lanes loadTail(int r, int64_t b, int count) const {
+  Lanes loadTail(int64_t r, int64_t b, int count) const {
     uint8_t buf[16] = {};
     const uint8_t *p = base + r * stride + 16 * b;
     for (int i = 0; i < count; ++i)
@@ -125,7 +125,7 @@ struct Nvfp4Rows {
   int64_t cols;
   const float *e4m3;
   __m256 magnitudes;
-  Lanes load(int r, int64_t b) const {
+  Lanes load(int64_t r, int64_t b) const {
     __m128i v = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(packed + r * (cols / 2) + 8 * b));
     // Byte 2j: element 2j in its low nibble; byte 2j + 1: element 2j + 1.
     __m128i codes = _mm_unpacklo_epi8(v, _mm_srli_epi16(v, 4));
@@ -198,14 +198,35 @@ template <> Nvfp4Rows advance(const Nvfp4Rows &rows, int64_t by) {
           rows.e4m3, rows.magnitudes};
 }
 
-/// 16 ymm registers: one token takes 4 rows (8 sums), two tokens 2 rows.
+/// Kernel row r is row r * span of `rows`: each row of a kernel is its own
+/// stream through memory (see DotBlockAvx512Body.inc's Spread).
+template <typename Rows> struct Spread {
+  Rows rows;
+  int64_t span;
+  Lanes load(int64_t r, int64_t b) const { return rows.load(r * span, b); }
+  Lanes loadTail(int64_t r, int64_t b, int count) const {
+    return rows.loadTail(r * span, b, count);
+  }
+};
+
+template <typename Rows> Spread<Rows> advance(const Spread<Rows> &s, int64_t by) {
+  return {advance(s.rows, by), s.span};
+}
+
+/// 16 ymm registers: one token takes 4 rows (8 sums), two tokens 2 rows;
+/// block i holds rows i, i + span, ... of the first RB * span rows.
 template <int T, bool Fma, typename Rows>
 void rowsLoop(const Rows &rows, int64_t count, int64_t cols, const float *x, int64_t xStride,
               float *out, int64_t outStride) {
   constexpr int RB = T == 1 ? 4 : 2;
-  int64_t r = 0;
-  for (; r + RB <= count; r += RB)
-    kernel<RB, T, Fma>(advance(rows, r), cols, x, xStride, out + r * outStride, outStride);
+  const int64_t span = count / RB;
+  if (span > 0) {
+    const Spread<Rows> spread{rows, span};
+    for (int64_t i = 0; i < span; ++i)
+      kernel<RB, T, Fma>(advance(spread, i), cols, x, xStride, out + i * outStride,
+                         span * outStride);
+  }
+  const int64_t r = RB * span;
   const Rows tail = advance(rows, r);
   float *o = out + r * outStride;
   switch (count - r) {

@@ -40,14 +40,14 @@ inline __mmask16 lowLanes(int64_t n) { return static_cast<__mmask16>((1u << n) -
 /// partial pair, zeros after them.
 template <typename Rows> struct Bf16Of {
   Rows rows;
-  void prefetch(int r, int64_t p) const {
+  void prefetch(int64_t r, int64_t p) const {
     rows.prefetch(r, 2 * p, kPrefetchRows);
     rows.prefetch(r, 2 * p + 1, kPrefetchRows);
   }
-  __m512bh pair(int r, int64_t p) const {
+  __m512bh pair(int64_t r, int64_t p) const {
     return _mm512_cvtne2ps_pbh(rows.load(r, 2 * p + 1), rows.load(r, 2 * p));
   }
-  __m512bh pairTail(int r, int64_t p, int64_t rest) const {
+  __m512bh pairTail(int64_t r, int64_t p, int64_t rest) const {
     const __m512 lo = rest >= 16 ? rows.load(r, 2 * p) : rows.loadTail(r, 2 * p, lowLanes(rest));
     const __m512 hi =
         rest > 16 ? rows.loadTail(r, 2 * p + 1, lowLanes(rest - 16)) : _mm512_setzero_ps();
@@ -60,11 +60,11 @@ template <typename Rows> struct Bf16Of {
 struct Bf16Rows {
   const uint16_t *base;
   int64_t stride;
-  void prefetch(int, int64_t) const {}
-  __m512bh pair(int r, int64_t p) const {
+  void prefetch(int64_t, int64_t) const {}
+  __m512bh pair(int64_t r, int64_t p) const {
     return (__m512bh)_mm512_loadu_si512(base + r * stride + kPair * p);
   }
-  __m512bh pairTail(int r, int64_t p, int64_t) const { return pair(r, p); }
+  __m512bh pairTail(int64_t r, int64_t p, int64_t) const { return pair(r, p); }
   Bf16Rows advance(int64_t by) const { return {base + by * stride, stride}; }
 };
 
@@ -103,14 +103,32 @@ void kernel(const Rows &rows, int64_t cols, const uint16_t *x, int64_t xStride, 
       out[r * outStride + t] = fold(acc[r][t]);
 }
 
-/// All rows against T tokens: rows in blocks of RB, then the remainder.
+/// Kernel row r is row r * span of `rows` (as the Body's Spread: one
+/// stream per row).
+template <typename Rows> struct SpreadPairs {
+  Rows rows;
+  int64_t span;
+  void prefetch(int64_t r, int64_t p) const { rows.prefetch(r * span, p); }
+  __m512bh pair(int64_t r, int64_t p) const { return rows.pair(r * span, p); }
+  __m512bh pairTail(int64_t r, int64_t p, int64_t rest) const {
+    return rows.pairTail(r * span, p, rest);
+  }
+  SpreadPairs advance(int64_t by) const { return {rows.advance(by), span}; }
+};
+
+/// All rows against T tokens: blocks of RB rows from RB spans far apart
+/// (SpreadPairs), then the remainder.
 template <int T, typename Rows>
 void rowsLoopBf16(const Rows &rows, int64_t count, int64_t cols, const uint16_t *x, int64_t xStride,
                   float *out, int64_t outStride) {
-  constexpr int RB = T == 1 ? 8 : 4;
-  int64_t r = 0;
-  for (; r + RB <= count; r += RB)
-    kernel<RB, T>(rows.advance(r), cols, x, xStride, out + r * outStride, outStride);
+  constexpr int RB = 4;
+  const int64_t span = count / RB;
+  if (span > 0) {
+    const SpreadPairs<Rows> spread{rows, span};
+    for (int64_t i = 0; i < span; ++i)
+      kernel<RB, T>(spread.advance(i), cols, x, xStride, out + i * outStride, span * outStride);
+  }
+  const int64_t r = RB * span;
   const Rows tail = rows.advance(r);
   float *o = out + r * outStride;
   switch (count - r) {
@@ -122,24 +140,8 @@ void rowsLoopBf16(const Rows &rows, int64_t count, int64_t cols, const uint16_t 
   case 2:
     kernel<2, T>(tail, cols, x, xStride, o, outStride);
     break;
-  case 3:
-    kernel<3, T>(tail, cols, x, xStride, o, outStride);
-    break;
-  case 4:
-    if constexpr (RB > 4)
-      kernel<4, T>(tail, cols, x, xStride, o, outStride);
-    break;
-  case 5:
-    if constexpr (RB > 5)
-      kernel<5, T>(tail, cols, x, xStride, o, outStride);
-    break;
-  case 6:
-    if constexpr (RB > 6)
-      kernel<6, T>(tail, cols, x, xStride, o, outStride);
-    break;
   default:
-    if constexpr (RB > 7)
-      kernel<7, T>(tail, cols, x, xStride, o, outStride);
+    kernel<3, T>(tail, cols, x, xStride, o, outStride);
     break;
   }
 }

@@ -23,22 +23,27 @@
 
 namespace volt::cpu::detail {
 
-/// Output columns per work item, and what an item may grow to.
+/// Output columns per work item, and what an item may grow to at up to 4
+/// tokens and up to kFewTokens.
 inline constexpr int64_t kColumnGroup = 16;
 inline constexpr int64_t kMaxColumnGroup = 256;
+inline constexpr int64_t kFewTokens = 32;
+inline constexpr int64_t kMaxFewTokensColumnGroup = 64;
 
 /// Output columns per work item for `columns` in all over `threads`, with
-/// at most `tokens` activation rows per item. At a few tokens an item only
-/// streams its weight rows once, and each jump between items (a fused
+/// at most `tokens` activation rows per item. At a few tokens an item
+/// mostly streams its weight rows, and each jump between items (a fused
 /// gate|up item reads two regions) restarts the prefetchers: items grow to
-/// leave about four per thread (up to kMaxColumnGroup). With more tokens the
-/// rows an item decodes once are reread for every token group and must stay
-/// in cache: kColumnGroup.
+/// leave about four per thread, up to kMaxColumnGroup at up to 4 tokens
+/// (read once), up to kMaxFewTokensColumnGroup at up to kFewTokens (a
+/// prompt's experts: the rows an item decodes once are reread for every
+/// token group, and 64 FP16 gate and up rows of 1024 stay in a 1 MiB L2).
+/// With more tokens: kColumnGroup.
 inline int64_t columnGroup(int64_t columns, int64_t tokens, int threads) {
-  if (tokens > 4)
+  if (tokens > kFewTokens)
     return kColumnGroup;
   const int64_t g = columns / (4 * std::max(threads, 1)) / kColumnGroup * kColumnGroup;
-  return std::clamp(g, kColumnGroup, kMaxColumnGroup);
+  return std::clamp(g, kColumnGroup, tokens > 4 ? kMaxFewTokensColumnGroup : kMaxColumnGroup);
 }
 
 /// How a GEMM multiplies here: the reference (dotBlock), Numerics::Fast

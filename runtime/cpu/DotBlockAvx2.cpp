@@ -86,7 +86,8 @@ inline __m256i fp8ToHalves(__m128i bytes) {
 }
 
 inline Lanes halvesToLanes(__m256i h) {
-  return {_mm256_cvtph_ps(_mm256_castsi256_si128(h)), _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))};
+  return {_mm256_cvtph_ps(_mm256_castsi256_si128(h)),
+          _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1))};
 }
 
 /// FP8 E4M3 rows decoded in registers: one byte per weight streams.
@@ -299,8 +300,8 @@ void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4
              tokens, out, outStride, fma);
 }
 
-void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,
-                     int64_t rows, int64_t cols, float *out) {
+void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
+                     int64_t cols, float *out) {
   const Nvfp4Rows all{packed, scales, cols, e4m3, e2m1Magnitudes()};
   const int64_t blocks = cols / 16;
   for (int64_t r = 0; r < rows; ++r) {

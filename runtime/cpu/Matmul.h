@@ -12,9 +12,9 @@
 #pragma once
 
 #include "runtime/cpu/Kernels.h"
-#include "runtime/numerics/Half.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cpu/Types.h"
+#include "runtime/numerics/Half.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -72,8 +72,7 @@ struct Activations {
   bool fma = false;
 
   Activations from(int64_t row) const {
-    return {f32 ? f32 + row * stride : nullptr, bf16 ? bf16 + row * stride : nullptr, stride,
-            fma};
+    return {f32 ? f32 + row * stride : nullptr, bf16 ? bf16 + row * stride : nullptr, stride, fma};
   }
 };
 
@@ -262,8 +261,8 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
       const int64_t count = expertStarts[item.expert + 1] - first;
       GemmEpilogue epilogue = epilogueOf(item.expert);
       epilogue.siluUpOffset = silu ? n / 2 : -1;
-      gemmItem(item.column0, std::min(group, columns - item.column0), x.from(first), count,
-               k, epilogue, scratch, weights.from(item.expert * n),
+      gemmItem(item.column0, std::min(group, columns - item.column0), x.from(first), count, k,
+               epilogue, scratch, weights.from(item.expert * n),
                [&](int64_t j, int64_t c, float y) {
                  out[(first + j) * columns + c] = volt::floatToHalf(y);
                });

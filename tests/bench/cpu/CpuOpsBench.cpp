@@ -10,11 +10,12 @@
 #include "runtime/cpu/Ops.h"
 #include "runtime/numerics/Half.h"
 
+#include <algorithm>
 #include <benchmark/benchmark.h>
 #include <cstdlib>
-#include <string>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace volt::cpu {
@@ -190,6 +191,86 @@ BENCHMARK(BM_MoeQGateUpDecodeFromMemory)
     ->Arg(1)
     ->Arg(2)
     ->ArgNames({"threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+/// A 32-token prompt through the issue-17 benchmark model's MoE gate|up
+/// (32 experts of 2 x 512 x 1024, top 4, SiluMul): each token's 4 experts
+/// drawn at random (about 4 tokens per expert, as a prompt of random
+/// weights routes them), over `layers` copies of the weights in turn.
+/// Args: threads, fast, nvfp4 (0: FP16 experts).
+void BM_MoeGateUpPrompt(benchmark::State &state) {
+  const int64_t experts = 32, topK = 4, hidden = 1024, inter = 512, tokens = 32;
+  const bool nvfp4 = state.range(2) != 0;
+  const int64_t layers = nvfp4 ? 8 : 2;
+  ThreadPool pool(static_cast<int>(state.range(0)));
+  std::mt19937 rng(7);
+  std::vector<int32_t> ids;
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<int32_t> all(static_cast<size_t>(experts));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    ids.insert(ids.end(), all.begin(), all.begin() + topK);
+  }
+  std::vector<int32_t> order(ids.size()), starts(static_cast<size_t>(experts + 1));
+  moeAlign({tokens, topK, experts}, ids.data(), order.data(), starts.data());
+  std::vector<uint16_t> x = randomHalf(static_cast<size_t>(tokens * hidden), rng);
+  std::vector<uint16_t> out(static_cast<size_t>(tokens * topK * inter));
+  const Numerics numerics = state.range(1) ? Numerics::Fast : Numerics::Reference;
+  size_t layer = 0;
+  if (nvfp4) {
+    std::vector<RandomNvfp4> w;
+    for (int64_t l = 0; l < layers; ++l)
+      w.emplace_back(experts * 2 * inter, hidden, rng);
+    std::vector<float> global(static_cast<size_t>(experts * 2), 1e-3f);
+    std::vector<uint32_t> parts = {static_cast<uint32_t>(inter), static_cast<uint32_t>(inter)};
+    MoeGroupedQLinearParams params;
+    params.tokens = tokens;
+    params.topK = topK;
+    params.numExperts = experts;
+    params.inFeatures = hidden;
+    params.outFeatures = 2 * inter;
+    params.partRows = parts;
+    params.globalScales = global;
+    params.gatherTokens = true;
+    params.epilogue = Epilogue::SiluMul;
+    params.numerics = numerics;
+    for (auto _ : state) {
+      const RandomNvfp4 &m = w[layer];
+      layer = (layer + 1) % w.size();
+      moeGroupedQLinear(params, x.data(), order.data(), starts.data(),
+                        {m.packed.data(), m.scales.data(), experts * 2 * inter, hidden}, out.data(),
+                        pool);
+      benchmark::DoNotOptimize(out.data());
+    }
+  } else {
+    std::vector<std::vector<uint16_t>> w;
+    for (int64_t l = 0; l < layers; ++l)
+      w.push_back(randomHalf(static_cast<size_t>(experts * 2 * inter * hidden), rng));
+    MoeGroupedLinearParams params;
+    params.tokens = tokens;
+    params.topK = topK;
+    params.numExperts = experts;
+    params.inFeatures = hidden;
+    params.outFeatures = 2 * inter;
+    params.gatherTokens = true;
+    params.epilogue = Epilogue::SiluMul;
+    params.numerics = numerics;
+    for (auto _ : state) {
+      const std::vector<uint16_t> &m = w[layer];
+      layer = (layer + 1) % w.size();
+      moeGroupedLinear(params, x.data(), order.data(), starts.data(), m.data(), out.data(), pool);
+      benchmark::DoNotOptimize(out.data());
+    }
+  }
+  // Multiply-adds of the call: every pair's 2 x inter x hidden.
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * tokens * topK * 2 * inter * hidden * 2,
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_MoeGateUpPrompt)
+    ->ArgsProduct({{1, 2}, {0, 1}, {0, 1}})
+    ->ArgNames({"threads", "fast", "nvfp4"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -242,9 +242,8 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
                                          x.data() + t * xStride, cols);
                 ASSERT_EQ(std::bit_cast<uint32_t>(out[static_cast<size_t>(r * outStride + t)]),
                           std::bit_cast<uint32_t>(want))
-                    << "path " << path << " format " << static_cast<int>(format) << " cols "
-                    << cols << " rows " << rows << " tokens " << tokens << " at (" << r << ", "
-                    << t << ")";
+                    << "path " << path << " format " << static_cast<int>(format) << " cols " << cols
+                    << " rows " << rows << " tokens " << tokens << " at (" << r << ", " << t << ")";
               }
             // Nothing outside the block is written.
             for (int64_t r = 0; r < rows; ++r)
@@ -257,7 +256,6 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
   }
   detail::setDotBlockPathLimit(Path::Avx512Vbmi);
 }
-
 
 /// FP32 to BF16 bits, round to nearest even (finite inputs): the test's
 /// own statement of the rounding the fast path is specified with.
@@ -348,10 +346,11 @@ TEST(Kernels, DotBlockBf16MatchesBf16ProductsSummedExactly) {
                 magnitude += std::fabs(p);
               }
               const double got = out[static_cast<size_t>(r * outStride + t)];
-              const double bound = (static_cast<double>(cols) / 16 + 8) * 0x1p-23 * magnitude + 1e-30;
+              const double bound =
+                  (static_cast<double>(cols) / 16 + 8) * 0x1p-23 * magnitude + 1e-30;
               ASSERT_LE(std::fabs(got - want), bound)
-                  << "format " << static_cast<int>(format) << " cols " << cols << " rows "
-                  << rows << " tokens " << tokens << " at (" << r << ", " << t << ")";
+                  << "format " << static_cast<int>(format) << " cols " << cols << " rows " << rows
+                  << " tokens " << tokens << " at (" << r << ", " << t << ")";
             }
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t t = tokens; t < outStride; ++t)
@@ -362,6 +361,44 @@ TEST(Kernels, DotBlockBf16MatchesBf16ProductsSummedExactly) {
   }
 }
 
+/// NVFP4 rows reach dotBlockBf16's products straight as BF16 (one permute
+/// of a BF16 table per pair of blocks): the same bits as the FP32 rows of
+/// their decoded values, which take the FP32-then-round route, for every
+/// E4M3 scale code, both register decode and decode-once token counts, and
+/// an odd number of blocks (a last pair of one).
+TEST(Kernels, DotBlockBf16GivesNvfp4RowsTheBitsOfTheirDecodedValues) {
+  if (!fastNumericsAvailable()) {
+    std::printf("dotBlockBf16: this CPU lacks AVX512_BF16 or VBMI; Numerics::Fast runs the "
+                "reference here (checked by the op tests)\n");
+    return;
+  }
+  using Format = detail::WeightRows::Format;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist;
+  for (int64_t cols : {16, 48, 1024, 1040}) {
+    const int64_t rows = 23;
+    BlockWeights w(Format::Nvfp4, rows, cols, rng);
+    for (int64_t tokens : {1, 3, 4, 6}) {
+      const int64_t xStride = detail::bf16Stride(cols);
+      std::vector<uint16_t> halves(static_cast<size_t>(cols));
+      std::vector<uint16_t> x(static_cast<size_t>(tokens * xStride), 0);
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (auto &h : halves)
+          h = floatToHalf(dist(rng));
+        detail::halfToBf16(halves.data(), x.data() + t * xStride, cols, xStride);
+      }
+      std::vector<float> fromNvfp4(static_cast<size_t>(rows * tokens)), fromF32(fromNvfp4.size()),
+          scratch;
+      detail::dotBlockBf16(w.rows(Format::Nvfp4, cols), 0, rows, x.data(), xStride, tokens,
+                           fromNvfp4.data(), tokens, scratch);
+      detail::dotBlockBf16(detail::WeightRows::f32(w.decoded.data(), cols), 0, rows, x.data(),
+                           xStride, tokens, fromF32.data(), tokens, scratch);
+      for (size_t i = 0; i < fromF32.size(); ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(fromNvfp4[i]), std::bit_cast<uint32_t>(fromF32[i]))
+            << "cols " << cols << " tokens " << tokens << " output " << i;
+    }
+  }
+}
 
 /// Numerics::Fast's fused path (CPUs without AVX512_BF16), on every path
 /// that has it: within the FP32 summation bound of the exact products, and

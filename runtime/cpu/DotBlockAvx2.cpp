@@ -7,7 +7,8 @@
 // intrinsics.
 //
 // The contract's 16 lane sums of one dot are two 256-bit registers (lanes
-// 0-7 and 8-15), each a vmulps then a vaddps (no FMA); the fold adds the
+// 0-7 and 8-15), each a vmulps then a vaddps (or one vfmadd where the caller
+// knows the product exact, the same bits); the fold adds the
 // halves (l += l + 8), then 4, 2, 1, so every dot has the bits of
 // detail::dot. NVFP4 blocks decode in registers: the low 3 bits of each
 // nibble pick the magnitude from an 8-entry table (vpermps), the fourth is

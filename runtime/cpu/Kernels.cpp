@@ -471,7 +471,9 @@ void dispatch(const WeightRows &weights, int64_t first, int64_t rows, const floa
 void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
               int64_t xStride, int64_t tokens, float *out, int64_t outStride,
               std::vector<float> &scratch) {
-  dispatch(weights, first, rows, x, xStride, tokens, out, outStride, scratch, false);
+  // Fused only where every product is exact (see Kernels.h): the same bits.
+  const bool fma = weights.format != WeightRows::Format::F32 && fmaDotAvailable();
+  dispatch(weights, first, rows, x, xStride, tokens, out, outStride, scratch, fma);
 }
 
 bool fmaDotAvailable() {

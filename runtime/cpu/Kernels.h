@@ -88,9 +88,16 @@ struct WeightRows {
 /// out[r * outStride + t] = dot(weight row first + r, x + t * xStride, cols)
 /// for r < rows and t < tokens, where the weight row is decoded to FP32 as
 /// halfToFloat / decodeNvfp4Row do: bit-identical to dot() on the decoded
-/// row, whichever path runs. With AVX-512 or AVX2 the weights are decoded in
-/// registers (a few tokens) or once per call into `scratch` (more); other
-/// CPUs decode each row into `scratch` and use dotRows.
+/// row, whichever path runs, for F32 rows and any `x`, and for FP16, FP8 and
+/// NVFP4 rows when `x` holds FP16 values (as every GEMM's activations do).
+/// With AVX-512 or AVX2 the weights are decoded in registers (a few tokens)
+/// or once per call into `scratch` (more); other CPUs decode each row into
+/// `scratch` and use dotRows. Where fmaDotAvailable(), the register paths
+/// add each product of an FP16, FP8 or NVFP4 row with a fused multiply-add:
+/// an FP16 value times such a weight is exact in FP32 (at most 11 + 11
+/// significant bits, and far from FP32's range limits), so the product
+/// dot() rounds is already exact and fusing it changes no bit, in fewer
+/// instructions.
 void dotBlock(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
               int64_t xStride, int64_t tokens, float *out, int64_t outStride,
               std::vector<float> &scratch);
@@ -120,12 +127,12 @@ void dotBlockBf16(const WeightRows &weights, int64_t first, int64_t rows, const 
 bool fmaDotAvailable();
 
 /// Numerics::Fast's dotBlock where the CPU has no AVX512_BF16 (only where
-/// fmaDotAvailable()): dotBlock's loops with each product added by a fused
-/// multiply-add (one rounding for both), FP32 activations. Where every
-/// product is exact in FP32 (an FP16 activation times an FP16, FP8 or
-/// NVFP4 weight) that is dotBlock's bits; otherwise each product keeps the
-/// bits the reference rounds away. The same for every thread and token
-/// count.
+/// fmaDotAvailable()): dotBlock's loops with every product added by a fused
+/// multiply-add (one rounding for both), F32 rows included, FP32
+/// activations. Where every product is exact in FP32 (an FP16 activation
+/// times an FP16, FP8 or NVFP4 weight) that is dotBlock's bits and code;
+/// otherwise each product keeps the bits the reference rounds away. The
+/// same for every thread and token count.
 void dotBlockFma(const WeightRows &weights, int64_t first, int64_t rows, const float *x,
                  int64_t xStride, int64_t tokens, float *out, int64_t outStride,
                  std::vector<float> &scratch);

@@ -202,9 +202,11 @@ struct BlockWeights {
 };
 
 /// Every path of dotBlock the CPU can run (AVX-512, AVX2, portable) gives
-/// dot() of the decoded row, bit for bit, for every format, row count
-/// (blocks of 8, 4, 2 and their remainders), token count (blocks of 4 and
-/// 2, register decode and decode-once for NVFP4) and length (with and
+/// dot() of the decoded row, bit for bit, for every format (FP16
+/// activations on the plan formats, whose products are exact, so fusing
+/// them changes nothing; any FP32 activations on F32 rows, never fused), row
+/// count (blocks of 4 rows and their remainders), token count (blocks of 4
+/// and 2, register decode and decode-once for NVFP4) and length (with and
 /// without a tail of fewer than 16).
 TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
   using Format = detail::WeightRows::Format;
@@ -229,9 +231,14 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
         for (int64_t rows : {1, 3, 4, 7, 8, 13, 19}) {
           for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
             const int64_t xStride = cols + 5, outStride = tokens + 2;
+            // FP16 values, as every GEMM passes, for the rows whose products
+            // are then exact (where dotBlock fuses them); F32 rows with any.
             std::vector<float> x(static_cast<size_t>(tokens * xStride));
-            for (auto &v : x)
+            for (auto &v : x) {
               v = std::ldexp(dist(rng), static_cast<int>(rng() % 16) - 8);
+              if (format != Format::F32)
+                v = halfToFloat(floatToHalf(v));
+            }
             x[0] = -0.0f;
             std::vector<float> out(static_cast<size_t>(rows * outStride), 12345.0f), scratch;
             detail::dotBlock(w.rows(format, cols), first, rows, x.data(), xStride, tokens,

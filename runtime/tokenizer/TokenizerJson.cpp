@@ -511,6 +511,10 @@ Result<std::vector<AddedToken>> TokenizerLoader::addedTokens(const Json &j,
     VOLT_ASSIGN_OR_RETURN(int64_t id, integer(t, where, "id"));
     if (id < 0 || id > INT32_MAX)
       return fail(where + ".id", "expected a non-negative id, found " + std::to_string(id));
+    // Ids index tables (as model.vocab's do): an absurd one is refused.
+    if (id > kMaxTokenId)
+      return fail(where + ".id", std::to_string(id) + " is above the largest supported id " +
+                                     std::to_string(kMaxTokenId));
     a.id = static_cast<int32_t>(id);
     VOLT_ASSIGN_OR_RETURN(a.content, str(t, where, "content"));
     if (a.content.empty())

@@ -281,6 +281,11 @@ TEST(TokenizerJson, UnsupportedOrMalformedFilesAreRejectedNamingThePath) {
            R"(, "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>"}}, {"Sequence": {"id": "A"}}], "special_tokens": {}}})",
        "tokenizer.json: post_processor.single[0]: special token '<s>' is not in "
        "post_processor.special_tokens"},
+      // An added token's id indexes a table too: an absurd one is refused
+      // before it allocates gigabytes.
+      {"{" + model + R"(, "added_tokens": [{"id": 999999917, "content": "<s>"}]})",
+       "tokenizer.json: added_tokens[0].id: 999999917 is above the largest supported id "
+       "4194303"},
       {R"({"normalizer": null})", "tokenizer.json: (root): missing field 'model'"},
       {"[1, 2]", "tokenizer.json: (root): expected an object, found an array"},
   };

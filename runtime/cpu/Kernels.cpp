@@ -88,9 +88,25 @@ void halfToFloat(const uint16_t *in, float *out, int64_t n) {
   }
 }
 
+VOLT_CPU_CLONES
 void floatToHalf(const float *in, uint16_t *out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = volt::floatToHalf(in[i]);
+  // volt::floatToHalf without branches, so that it vectorizes.
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = std::bit_cast<uint32_t>(in[i]);
+    const uint32_t a = u & 0x7FFFFFFFu;
+    // Normal half: round the 13 dropped bits to nearest even, rebias.
+    const uint32_t rounded = (a + 0xFFFu + ((a >> 13) & 1u) - ((127u - 15u) << 23)) >> 13;
+    const uint32_t normal = rounded > 0x7C00u ? 0x7C00u : rounded;
+    // Subnormal half (or zero): |x| + 0.5 has an ulp of 2^-24, the half's
+    // unit, so the addition rounds to nearest even and leaves the half's
+    // bits in the low mantissa.
+    const uint32_t subnormal =
+        std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3F000000u;
+    uint32_t h = select(a >= 0x38800000u, normal, subnormal);
+    h = select(a >= 0x47800000u, 0x7C00u, h);
+    h = select(a > 0x7F800000u, 0x7E00u, h);
+    out[i] = static_cast<uint16_t>(h | ((u >> 16) & 0x8000u));
+  }
 }
 
 VOLT_CPU_CLONES

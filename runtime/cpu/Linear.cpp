@@ -4,6 +4,7 @@
 #include "runtime/cpu/Matmul.h"
 #include "runtime/numerics/Half.h"
 
+#include <algorithm>
 #include <cassert>
 #include <vector>
 
@@ -34,13 +35,16 @@ void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
   pool.parallelFor(items, 1, [&](int64_t begin, int64_t end) {
     detail::GemmScratch &scratch = detail::gemmScratch();
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t column0 = item * group;
-      detail::gemmItem(column0, std::min(group, columns - column0), x, tokens,
-                       k, epilogue, scratch, weights, [&](int64_t t, int64_t c, float y) {
+      const int64_t column0 = item * group, width = std::min(group, columns - column0);
+      detail::gemmItem(column0, width, x, tokens, k, epilogue, scratch, weights,
+                       [&](int64_t t, const float *y) {
                          if (outDtype == DType::F16)
-                           static_cast<uint16_t *>(out)[t * columns + c] = floatToHalf(y);
+                           detail::floatToHalf(y, static_cast<uint16_t *>(out) + t * columns +
+                                                      column0,
+                                               width);
                          else
-                           static_cast<float *>(out)[t * columns + c] = y;
+                           std::copy(y, y + width,
+                                     static_cast<float *>(out) + t * columns + column0);
                        });
     }
   });

@@ -158,6 +158,8 @@ inline std::vector<int64_t> &partEnds(std::span<const uint32_t> partRows) {
 struct GemmScratch {
   std::vector<float> weights;
   std::vector<float> acc;
+  /// One activation row's outputs of an item, contiguous for storeRow.
+  std::vector<float> row;
 };
 
 /// The calling thread's GEMM scratch, kept across ops.
@@ -169,12 +171,12 @@ inline GemmScratch &gemmScratch() {
 /// Output columns [column0, column0 + columns) for `tokens` activation rows
 /// x [tokens, cols] against `weights` (its row r is output column r), by
 /// dotBlock, dotBlockFma when x says so, or dotBlockBf16 when x holds BF16
-/// rows;
-/// store(t, c, y) stores output column c of activation row t.
-template <typename Store>
+/// rows; storeRow(t, y) stores y[c] as output column column0 + c of
+/// activation row t, for c < columns.
+template <typename StoreRow>
 void gemmItem(int64_t column0, int64_t columns, const Activations &x, int64_t tokens, int64_t cols,
               const GemmEpilogue &epilogue, GemmScratch &scratch, const WeightRows &weights,
-              Store &&store) {
+              StoreRow &&storeRow) {
   const bool silu = epilogue.siluUpOffset >= 0;
   const int64_t rows = silu ? 2 * columns : columns;
   auto weightRow = [&](int64_t r) {
@@ -209,11 +211,17 @@ void gemmItem(int64_t column0, int64_t columns, const Activations &x, int64_t to
         acc[r * tile + i] = epilogue.bias ? y + epilogue.bias[row] : y;
       }
     }
-    for (int64_t c = 0; c < columns; ++c)
-      for (int64_t i = 0; i < n; ++i)
-        store(t0 + i, column0 + c,
-              silu ? siluTimes(acc[c * tile + i], acc[(columns + c) * tile + i])
-                   : acc[c * tile + i]);
+    scratch.row.resize(static_cast<size_t>(columns));
+    float *y = scratch.row.data();
+    for (int64_t i = 0; i < n; ++i) {
+      if (silu)
+        for (int64_t c = 0; c < columns; ++c)
+          y[c] = siluTimes(acc[c * tile + i], acc[(columns + c) * tile + i]);
+      else
+        for (int64_t c = 0; c < columns; ++c)
+          y[c] = acc[c * tile + i];
+      storeRow(t0 + i, static_cast<const float *>(y));
+    }
   }
 }
 
@@ -261,10 +269,10 @@ void groupedGemm(const uint16_t *in, const int32_t *order, const int32_t *expert
       const int64_t count = expertStarts[item.expert + 1] - first;
       GemmEpilogue epilogue = epilogueOf(item.expert);
       epilogue.siluUpOffset = silu ? n / 2 : -1;
-      gemmItem(item.column0, std::min(group, columns - item.column0), x.from(first), count, k,
-               epilogue, scratch, weights.from(item.expert * n),
-               [&](int64_t j, int64_t c, float y) {
-                 out[(first + j) * columns + c] = volt::floatToHalf(y);
+      const int64_t width = std::min(group, columns - item.column0);
+      gemmItem(item.column0, width, x.from(first), count, k, epilogue, scratch,
+               weights.from(item.expert * n), [&](int64_t j, const float *y) {
+                 floatToHalf(y, out + (first + j) * columns + item.column0, width);
                });
     }
   });

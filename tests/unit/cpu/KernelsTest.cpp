@@ -38,6 +38,34 @@ TEST(Kernels, FloatToHalfRoundsToNearestEven) {
     EXPECT_EQ(out[i], floatToHalf(in[i])) << in[i];
 }
 
+/// The batch conversion (branch-free, vectorized) gives volt::floatToHalf's
+/// bits: every FP32 pattern around the half's subnormal, normal and
+/// overflow boundaries and the NaNs' start, both signs, and every 61st
+/// pattern elsewhere.
+TEST(Kernels, FloatToHalfBatchMatchesTheScalarConversion) {
+  std::vector<uint32_t> patterns;
+  auto range = [&](uint32_t begin, uint32_t end, uint32_t step) {
+    for (uint64_t b = begin; b < end; b += step)
+      patterns.push_back(static_cast<uint32_t>(b));
+  };
+  range(0, 0x7FFFFFFFu, 61);
+  range(0x32F00000u, 0x33100000u, 1); // below half the smallest subnormal
+  range(0x387F0000u, 0x38810000u, 1); // subnormal to normal
+  range(0x477FE000u, 0x47801000u, 1); // 65504, 65520 (to inf), 65536
+  range(0x7F7FFF00u, 0x7F800100u, 1); // the largest floats, inf, first NaNs
+  range(0x7FFFFF00u, 0x80000000u, 1);
+  const size_t half = patterns.size();
+  for (size_t i = 0; i < half; ++i)
+    patterns.push_back(patterns[i] | 0x80000000u);
+  std::vector<float> in(patterns.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = std::bit_cast<float>(patterns[i]);
+  std::vector<uint16_t> out(in.size());
+  detail::floatToHalf(in.data(), out.data(), static_cast<int64_t>(in.size()));
+  for (size_t i = 0; i < in.size(); ++i)
+    ASSERT_EQ(out[i], floatToHalf(in[i])) << std::hex << "0x" << patterns[i];
+}
+
 /// The documented order, spelled out: 16 strided lanes, folded pairwise.
 float laneOrderDot(const float *a, const float *b, int64_t n) {
   float lanes[16] = {};

@@ -413,7 +413,7 @@ TEST(Kernels, DotBlockBf16GivesNvfp4RowsTheBitsOfTheirDecodedValues) {
   for (int64_t cols : {16, 48, 1024, 1040}) {
     const int64_t rows = 23;
     BlockWeights w(Format::Nvfp4, rows, cols, rng);
-    for (int64_t tokens : {1, 3, 4, 6}) {
+    for (int64_t tokens : {1, 3, 4, 6, 10}) {
       const int64_t xStride = detail::bf16Stride(cols);
       std::vector<uint16_t> halves(static_cast<size_t>(cols));
       std::vector<uint16_t> x(static_cast<size_t>(tokens * xStride), 0);

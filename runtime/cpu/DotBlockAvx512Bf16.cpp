@@ -28,14 +28,6 @@ namespace volt::cpu::detail::avx512bf16 {
 
 namespace {
 
-/// Tokens up to which the weights are decoded in registers, once per group
-/// of 4 (a second pass reads them from cache): at 5 to 8 tokens that beat
-/// decoding them once into scratch first, whose reads from memory then
-/// overlap no products (a prompt's MoE gate|up, NVFP4, 2 threads: 1.26-1.36
-/// -> 1.05-1.13 ms; Linear 32,768 x 1024 at 8 tokens 2.25-2.34 -> 1.72-1.87
-/// ms).
-constexpr int64_t kRegisterTokens = 8;
-
 constexpr int64_t kPair = 32;
 
 inline int64_t paddedCols(int64_t cols) { return (cols + kPair - 1) / kPair * kPair; }

@@ -423,7 +423,7 @@ void dotBlockBf16(const WeightRows &weights, int64_t first, int64_t rows, const 
   const WeightRows w = weights.from(first);
   const int64_t cols = w.cols;
   uint16_t *decoded = nullptr;
-  if (tokens > 4) {
+  if (tokens > avx512bf16::kRegisterTokens) {
     scratch.resize(static_cast<size_t>((rows * bf16Stride(cols) + 1) / 2));
     decoded = reinterpret_cast<uint16_t *>(scratch.data());
   }

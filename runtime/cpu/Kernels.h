@@ -83,6 +83,20 @@ struct WeightRows {
   }
   /// The rows from `first` on.
   WeightRows from(int64_t first) const;
+  /// Bytes of one row (NVFP4: its packed codes and block scales).
+  int64_t rowBytes() const {
+    switch (format) {
+    case Format::F32:
+      return 4 * cols;
+    case Format::F16:
+      return 2 * cols;
+    case Format::Fp8:
+      return cols;
+    case Format::Nvfp4:
+      break;
+    }
+    return cols / 2 + cols / 16;
+  }
 };
 
 /// out[r * outStride + t] = dot(weight row first + r, x + t * xStride, cols)

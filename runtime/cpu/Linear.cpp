@@ -30,7 +30,7 @@ void multiply(int64_t tokens, int64_t k, int64_t n, const uint16_t *in,
                               detail::gemmPath(numerics), [](int64_t j) { return j; }, pool);
   const int64_t columns = silu ? n / 2 : n;
   epilogue.siluUpOffset = silu ? n / 2 : -1;
-  const int64_t group = detail::columnGroup(columns, tokens, pool.threads());
+  const int64_t group = detail::columnGroup(columns, tokens, pool.threads(), weights.rowBytes());
   const int64_t items = (columns + group - 1) / group;
   pool.parallelFor(items, 1, [&](int64_t begin, int64_t end) {
     detail::GemmScratch &scratch = detail::gemmScratch();

@@ -46,11 +46,17 @@ inline constexpr int64_t kMaxFewTokensColumnGroup = 64;
 inline int64_t columnGroup(int64_t columns, int64_t tokens, int threads, int64_t rowBytes) {
   if (tokens > kFewTokens)
     return kColumnGroup;
-  const int64_t g = columns / (4 * std::max(threads, 1)) / kColumnGroup * kColumnGroup;
-  if (tokens > 4)
-    return std::clamp(g, kColumnGroup, kMaxFewTokensColumnGroup);
-  const int64_t bySize = kItemBytes / std::max<int64_t>(rowBytes, 1) / kColumnGroup * kColumnGroup;
-  return std::clamp(g, kColumnGroup, std::clamp(bySize, kColumnGroup, kMaxColumnGroup));
+  const int64_t most =
+      tokens > 4 ? kMaxFewTokensColumnGroup
+                 : std::clamp(kItemBytes / std::max<int64_t>(rowBytes, 1) / kColumnGroup *
+                                  kColumnGroup,
+                              kColumnGroup, kMaxColumnGroup);
+  // Four items per thread, each cut into the fewest equal parts that fit
+  // `most`: the items stay a multiple of the threads (10 items of 448 of
+  // 4096 columns left one thread two more than the other).
+  const int64_t fourPerThread = columns / (4 * std::max(threads, 1));
+  const int64_t parts = std::max<int64_t>(1, (fourPerThread + most - 1) / most);
+  return std::clamp(fourPerThread / parts / kColumnGroup * kColumnGroup, kColumnGroup, most);
 }
 
 /// How a GEMM multiplies here: the reference (dotBlock), Numerics::Fast

@@ -14,7 +14,6 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "runtime/cpu/Types.h"
-#include "runtime/numerics/Half.h"
 
 #include <algorithm>
 #include <cstdint>

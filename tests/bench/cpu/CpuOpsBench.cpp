@@ -110,6 +110,22 @@ BENCHMARK(BM_Linear)
 
 // One decode token through the FP16 experts' fused gate|up of the issue-17
 // benchmark model: 32 experts of 2 x 512 x 1024, top 4. Args: threads.
+/// The fused gate|up (SiluMul) of an MoE layer of `experts` experts of
+/// 2 x inter x hidden, top `topK`, over `tokens` tokens: the fields
+/// MoeGroupedLinearParams and MoeGroupedQLinearParams share.
+template <typename Params>
+Params gateUpParams(int64_t tokens, int64_t topK, int64_t experts, int64_t hidden, int64_t inter) {
+  Params params;
+  params.tokens = tokens;
+  params.topK = topK;
+  params.numExperts = experts;
+  params.inFeatures = hidden;
+  params.outFeatures = 2 * inter;
+  params.gatherTokens = true;
+  params.epilogue = Epilogue::SiluMul;
+  return params;
+}
+
 void BM_MoeGroupedLinearDecode(benchmark::State &state) {
   const int64_t experts = 32, topK = 4, hidden = 1024, inter = 512;
   ThreadPool pool(static_cast<int>(state.range(0)));
@@ -119,14 +135,7 @@ void BM_MoeGroupedLinearDecode(benchmark::State &state) {
   std::vector<int32_t> ids = {3, 17, 20, 31}, order(4), starts(experts + 1);
   moeAlign({1, topK, experts}, ids.data(), order.data(), starts.data());
   std::vector<uint16_t> out(static_cast<size_t>(topK * inter));
-  MoeGroupedLinearParams params;
-  params.tokens = 1;
-  params.topK = topK;
-  params.numExperts = experts;
-  params.inFeatures = hidden;
-  params.outFeatures = 2 * inter;
-  params.gatherTokens = true;
-  params.epilogue = Epilogue::SiluMul;
+  auto params = gateUpParams<MoeGroupedLinearParams>(1, topK, experts, hidden, inter);
   for (auto _ : state) {
     moeGroupedLinear(params, x.data(), order.data(), starts.data(), w.data(), out.data(), pool);
     benchmark::DoNotOptimize(out.data());
@@ -158,16 +167,9 @@ void runQGateUpDecode(benchmark::State &state, int64_t experts, int64_t hidden, 
   std::vector<int32_t> order(ids.size()), starts(static_cast<size_t>(experts + 1));
   moeAlign({1, topK, experts}, ids.data(), order.data(), starts.data());
   std::vector<uint16_t> out(static_cast<size_t>(topK * inter));
-  MoeGroupedQLinearParams params;
-  params.tokens = 1;
-  params.topK = topK;
-  params.numExperts = experts;
-  params.inFeatures = hidden;
-  params.outFeatures = 2 * inter;
+  auto params = gateUpParams<MoeGroupedQLinearParams>(1, topK, experts, hidden, inter);
   params.partRows = parts;
   params.globalScales = global;
-  params.gatherTokens = true;
-  params.epilogue = Epilogue::SiluMul;
   size_t layer = 0;
   for (auto _ : state) {
     const RandomNvfp4 &m = w[layer];
@@ -224,16 +226,9 @@ void BM_MoeGateUpPrompt(benchmark::State &state) {
       w.emplace_back(experts * 2 * inter, hidden, rng);
     std::vector<float> global(static_cast<size_t>(experts * 2), 1e-3f);
     std::vector<uint32_t> parts = {static_cast<uint32_t>(inter), static_cast<uint32_t>(inter)};
-    MoeGroupedQLinearParams params;
-    params.tokens = tokens;
-    params.topK = topK;
-    params.numExperts = experts;
-    params.inFeatures = hidden;
-    params.outFeatures = 2 * inter;
+    auto params = gateUpParams<MoeGroupedQLinearParams>(tokens, topK, experts, hidden, inter);
     params.partRows = parts;
     params.globalScales = global;
-    params.gatherTokens = true;
-    params.epilogue = Epilogue::SiluMul;
     params.numerics = numerics;
     for (auto _ : state) {
       const RandomNvfp4 &m = w[layer];
@@ -247,14 +242,7 @@ void BM_MoeGateUpPrompt(benchmark::State &state) {
     std::vector<std::vector<uint16_t>> w;
     for (int64_t l = 0; l < layers; ++l)
       w.push_back(randomHalf(static_cast<size_t>(experts * 2 * inter * hidden), rng));
-    MoeGroupedLinearParams params;
-    params.tokens = tokens;
-    params.topK = topK;
-    params.numExperts = experts;
-    params.inFeatures = hidden;
-    params.outFeatures = 2 * inter;
-    params.gatherTokens = true;
-    params.epilogue = Epilogue::SiluMul;
+    auto params = gateUpParams<MoeGroupedLinearParams>(tokens, topK, experts, hidden, inter);
     params.numerics = numerics;
     for (auto _ : state) {
       const std::vector<uint16_t> &m = w[layer];

@@ -44,6 +44,26 @@ enum class Numerics : uint8_t {
   Fast = 1,
 };
 
+/// Where the cpu backend reads a plan's weights from (CpuBackendOptions).
+enum class WeightMemory : uint8_t {
+  /// HugePages where the kernel has transparent huge pages ("always" or
+  /// "madvise") and the packs take at most 3/4 of the available memory
+  /// (MemAvailable, which counts the packs' own page cache); Mapped
+  /// otherwise.
+  Auto,
+  /// A copy of each pack in anonymous memory advised MADV_HUGEPAGE: a
+  /// decode step streams every weight once, and in 2 MiB pages that takes
+  /// 512 times fewer TLB entries than in the page cache's 4 KiB ones (the
+  /// BF16 benchmark model decodes about 5 % faster,
+  /// docs/perf/cpu-backend.md). The copy is made at load, and the mapped
+  /// pages then leave the resident set; a pack file overwritten while the
+  /// plan runs no longer reaches it (a mapping of a truncated file faults).
+  HugePages,
+  /// In place, from the mapped packs: nothing copied, and a plan larger
+  /// than memory still runs (paged in from the file).
+  Mapped,
+};
+
 /// Whether this CPU (and build) runs Numerics::Fast with BF16 dot
 /// products as described above.
 bool fastNumericsAvailable();

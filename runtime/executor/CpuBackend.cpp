@@ -13,6 +13,8 @@
 #include "runtime/executor/OpContext.h"
 #include "runtime/plan/Caches.h"
 #include "runtime/plan/StepOperands.h"
+#include "runtime/support/HugePages.h"
+#include "runtime/support/Strings.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +43,7 @@ AlignedBytes alignedZeros(uint64_t bytes) {
 struct CpuBackend::Shared {
   std::unique_ptr<cpu::Communicator> communicator;
   int threadsPerRank = 1;
+  std::string weightsDescription;
   /// Candidates per sequence (0: none), the last candidate step's rows and
   /// how many sequences they hold (0: none to fetch).
   int candidates = 0;
@@ -55,6 +58,9 @@ struct CpuBackend::RankState {
   uint32_t index = 0;
   const plan::Rank *rank = nullptr;
   std::span<const uint8_t> pack;
+  /// The pack's copy in huge pages (cpu::WeightMemory::HugePages), which `pack`
+  /// then spans; null when the pack is read in place.
+  std::unique_ptr<HugePageCopy> packCopy;
   AlignedBytes arena;
   uint64_t arenaBytes = 0;
   /// Kernel scratch (Rank.workspace_bytes); the cpu ops need none, but
@@ -113,6 +119,30 @@ std::vector<cpu::Numerics> routerGemmsInReference(const plan::Rank &rank,
     }
   }
   return out;
+}
+
+} // namespace
+
+namespace {
+
+/// Whether cpu::WeightMemory::Auto copies packs of `packBytes` into huge pages,
+/// and if not, why (for the load message).
+bool autoCopiesIntoHugePages(uint64_t packBytes, std::string &why) {
+  const TransparentHugePages thp = transparentHugePages();
+  if (thp != TransparentHugePages::Always && thp != TransparentHugePages::Madvise) {
+    why = std::string("transparent huge pages are ") +
+          (thp == TransparentHugePages::Never ? "off" : "not known here") + ": " +
+          kTransparentHugePagesPath + " says " + toString(thp);
+    return false;
+  }
+  const uint64_t available = availableMemoryBytes();
+  if (available == 0 || packBytes > available / 4 * 3) {
+    why = "the packs (" + formatBytes(packBytes) + ") would take more than 3/4 of the " +
+          (available == 0 ? std::string("available memory, which /proc/meminfo does not say")
+                          : "available memory (" + formatBytes(available) + ")");
+    return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -180,7 +210,38 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
       state->outputScratch.assign(outputFloats, 0.0f);
     backend->ranks_.push_back(std::move(state));
   }
+
+  uint64_t packBytes = 0;
+  for (const auto &rs : backend->ranks_)
+    packBytes += rs->pack.size();
+  std::string why;
+  const bool copy = options.weights == cpu::WeightMemory::HugePages ||
+                    (options.weights == cpu::WeightMemory::Auto && autoCopiesIntoHugePages(packBytes, why));
+  if (!copy) {
+    backend->shared_->weightsDescription =
+        "weights read in place from the mapped packs (" +
+        (options.weights == cpu::WeightMemory::Mapped ? std::string("as asked") : why) + ")";
+    return backend;
+  }
+  uint64_t hugeBytes = 0;
+  for (auto &rs : backend->ranks_) {
+    auto held = HugePageCopy::of(rs->pack, "the weight pack of rank " + std::to_string(rs->index) +
+                                               " (--cpu-weights mapped reads it in place)");
+    if (!held)
+      return held.error();
+    rs->packCopy = std::move(*held);
+    rs->pack = rs->packCopy->bytes();
+    hugeBytes += rs->packCopy->hugeBytes();
+    loaded.dropPackPages(rs->index);
+  }
+  backend->shared_->weightsDescription = "weights in huge pages (" + formatBytes(packBytes) +
+                                         " copied, " + formatBytes(hugeBytes) +
+                                         " of it in huge pages)";
   return backend;
+}
+
+const std::string &CpuBackend::weightsDescription() const {
+  return shared_->weightsDescription;
 }
 
 CpuBackend::CpuBackend(const plan::LoadedPlan &plan) : plan_(plan) {}

@@ -2,8 +2,9 @@
 //
 // The embedded default and the reference: executes every op of the plan
 // with the cpu ops (runtime/cpu) over host memory laid out exactly as the
-// plan says — one arena per rank at the planned offsets, weights read in
-// place from the mapped packs, a paged FP16 KV cache — with each
+// plan says — one arena per rank at the planned offsets, the weights in
+// huge pages (or read in place from the mapped packs), a paged FP16 KV
+// cache — with each
 // tensor-parallel rank a thread and an in-process all-reduce between them.
 //
 //===----------------------------------------------------------------------===//
@@ -18,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace volt::executor {
@@ -35,6 +37,8 @@ struct CpuBackendOptions {
   /// for every GEMM but the MoE routers'; Reference where the CPU lacks
   /// AVX512_BF16 or VBMI, see cpu::fastNumericsAvailable).
   cpu::Numerics numerics = cpu::Numerics::Reference;
+  /// Where the weights are read from.
+  cpu::WeightMemory weights = cpu::WeightMemory::Auto;
 };
 
 /// One op of the step program, just run on one rank: what an op observer
@@ -86,6 +90,11 @@ public:
   /// step's rows, all ranks together.
   uint64_t hostBytes() const;
   int threadsPerRank() const;
+  /// Where the weights are read from and why, for the load message: e.g.
+  /// "weights in huge pages (1,404 MiB copied, 1,402 MiB of it in huge
+  /// pages)" or "weights read in place from the mapped packs (transparent
+  /// huge pages are off: ... is never)".
+  const std::string &weightsDescription() const;
 
   /// Installs `observer` (an empty function removes it), called after every
   /// op of every step on every rank, in each rank's program order, like

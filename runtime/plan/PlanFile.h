@@ -59,6 +59,12 @@ public:
     return rank < packs_.size() && packs_[rank] ? packs_[rank]->bytes()
                                                 : std::span<const uint8_t>();
   }
+  /// Unmaps the pages of rank `rank`'s pack read so far from this process
+  /// (MappedFile::dropPages), for a backend that holds a copy of it.
+  void dropPackPages(size_t rank) const {
+    if (rank < packs_.size() && packs_[rank])
+      packs_[rank]->dropPages();
+  }
 
 private:
   LoadedPlan() = default;

@@ -87,6 +87,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
     cpuOptions.threads = options.threads;
     cpuOptions.candidates = options.cpuCandidates;
     cpuOptions.numerics = options.cpuNumerics;
+    cpuOptions.weights = options.cpuWeights;
     auto cpu = executor::CpuBackend::create(*s->loaded_, cpuOptions);
     if (!cpu)
       return cpu.error();
@@ -106,6 +107,7 @@ Result<std::unique_ptr<Session>> Session::open(const std::filesystem::path &path
                                  "AVX512_BF16)"
                                : "; fast numerics asked, but this CPU has neither AVX512_BF16 "
                                  "nor FMA: reference numerics";
+    s->backendReason_ += "; " + (*cpu)->weightsDescription();
     s->backend_ = std::move(*cpu);
   }
 

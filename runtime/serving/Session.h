@@ -37,6 +37,8 @@ struct SessionOptions {
   int cpuCandidates = 0;
   /// How the cpu backend's GEMMs multiply (CpuBackendOptions::numerics).
   cpu::Numerics cpuNumerics = cpu::Numerics::Reference;
+  /// Where the cpu backend reads the weights from (CpuBackendOptions::weights).
+  cpu::WeightMemory cpuWeights = cpu::WeightMemory::Auto;
   /// Threads that sample a step's sequences (0: one per core, at most 8).
   /// The backend is idle while they run, so they may share its cores.
   int samplerThreads = 0;

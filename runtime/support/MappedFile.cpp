@@ -59,6 +59,11 @@ void MappedFile::prefetch(size_t offset, size_t length) const {
   (void)::madvise(const_cast<uint8_t *>(data_) + begin, end - begin, MADV_WILLNEED);
 }
 
+void MappedFile::dropPages() const {
+  if (data_ != nullptr)
+    (void)::madvise(const_cast<uint8_t *>(data_), size_, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_ != nullptr)
     ::munmap(const_cast<uint8_t *>(data_), size_);

@@ -45,6 +45,11 @@ public:
   /// Starts reading [offset, offset + length) into the page cache, without
   /// waiting (MADV_WILLNEED): a prefetch for reads that come next.
   void prefetch(size_t offset, size_t length) const;
+  /// Unmaps the pages read so far from this process (MADV_DONTNEED), for a
+  /// reader that has copied the bytes elsewhere: they leave its resident
+  /// set, stay in the page cache while the kernel keeps them, and a later
+  /// read maps them again.
+  void dropPages() const;
 
 private:
   MappedFile(std::string path, const uint8_t *data, size_t size)

@@ -64,6 +64,14 @@ int serve(int argc, char **argv) {
                  "against) or fast (BF16 activations and dot products; needs AVX512_BF16)")
       ->check(CLI::IsMember({"reference", "fast"}))
       ->capture_default_str();
+  std::string cpuWeights = "auto";
+  app.add_option("--cpu-weights", cpuWeights,
+                 "cpu backend: where the weights are read from: huge-pages (a copy in "
+                 "transparent huge pages, made at load), mapped (in place from the weight packs) "
+                 "or auto (huge-pages where the kernel has them and the packs take at most 3/4 "
+                 "of the available memory)")
+      ->check(CLI::IsMember({"auto", "huge-pages", "mapped"}))
+      ->capture_default_str();
   app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)")
       ->capture_default_str();
   app.add_option("--sampler-threads", samplerThreads,
@@ -230,6 +238,9 @@ int serve(int argc, char **argv) {
   sessionOptions.threads = threads;
   sessionOptions.cpuNumerics =
       cpuNumerics == "fast" ? volt::cpu::Numerics::Fast : volt::cpu::Numerics::Reference;
+  sessionOptions.cpuWeights = cpuWeights == "huge-pages" ? volt::cpu::WeightMemory::HugePages
+                  : cpuWeights == "mapped"   ? volt::cpu::WeightMemory::Mapped
+                                             : volt::cpu::WeightMemory::Auto;
   sessionOptions.samplerThreads = samplerThreads;
   sessionOptions.verifyChecksums = !noVerify;
   sessionOptions.syntheticWeights = syntheticWeights;

@@ -6,6 +6,7 @@
 #include "runtime/plan/Caches.h"
 
 #include "runtime/executor/CpuBackend.h"
+#include "runtime/support/HugePages.h"
 #include "runtime/serving/Generate.h"
 #include "runtime/serving/Session.h"
 
@@ -56,11 +57,15 @@ std::vector<int32_t> generateGreedy(const std::filesystem::path &plan,
 /// The logits of one prefill of `ids` (one sequence, blocks 0..), straight
 /// through the backend.
 std::vector<float> prefillLogits(const std::filesystem::path &planPath,
-                                 const std::vector<int32_t> &ids) {
+                                 const std::vector<int32_t> &ids,
+                                 const executor::CpuBackendOptions &options = {},
+                                 std::string *weightsDescription = nullptr) {
   auto loaded = plan::LoadedPlan::load(planPath);
   EXPECT_TRUE(loaded.ok()) << loaded.message();
-  auto backend = executor::CpuBackend::create(**loaded);
+  auto backend = executor::CpuBackend::create(**loaded, options);
   EXPECT_TRUE(backend.ok()) << backend.message();
+  if (weightsDescription)
+    *weightsDescription = (*backend)->weightsDescription();
   const plan::Plan &p = (*loaded)->plan();
   int32_t blockSize = static_cast<int32_t>(plan::pagedKvGroup(*p.ranks()->Get(0))->block_size());
   int32_t width = static_cast<int32_t>(p.limits()->max_blocks_per_seq());
@@ -125,6 +130,35 @@ INSTANTIATE_TEST_SUITE_P(Runtime, EveryFamily,
                                c = '_';
                            return n;
                          });
+
+TEST(Runtime, WeightsInHugePagesAndMappedGiveTheSameLogits) {
+  // Where the weights are read from changes nothing but the speed: the
+  // same logits bit for bit, on one rank and two.
+  for (int tp : {1, 2}) {
+    PlanRequest r;
+    r.tensorParallelSize = tp;
+    auto planPath = compilePlan(r);
+    std::string mappedWhy, copiedWhy, autoWhy;
+    std::vector<float> mapped =
+        prefillLogits(planPath, prompt(19), {.weights = cpu::WeightMemory::Mapped}, &mappedWhy);
+    std::vector<float> copied =
+        prefillLogits(planPath, prompt(19), {.weights = cpu::WeightMemory::HugePages}, &copiedWhy);
+    std::vector<float> automatic =
+        prefillLogits(planPath, prompt(19), {.weights = cpu::WeightMemory::Auto}, &autoWhy);
+    ASSERT_FALSE(mapped.empty());
+    EXPECT_EQ(copied, mapped) << "tp " << tp;
+    EXPECT_EQ(automatic, mapped) << "tp " << tp;
+    EXPECT_EQ(mappedWhy, "weights read in place from the mapped packs (as asked)");
+    EXPECT_TRUE(copiedWhy.starts_with("weights in huge pages (")) << copiedWhy;
+    // Auto copies where the kernel has transparent huge pages, and says
+    // why not elsewhere.
+    const bool thp = transparentHugePages() == TransparentHugePages::Always ||
+                     transparentHugePages() == TransparentHugePages::Madvise;
+    EXPECT_TRUE(autoWhy.starts_with(thp ? "weights in huge pages ("
+                                        : "weights read in place from the mapped packs ("))
+        << autoWhy;
+  }
+}
 
 TEST(Runtime, EveryFormatRuns) {
   for (auto format : {mkmodel::Format::CompressedTensors, mkmodel::Format::BF16}) {

@@ -2,6 +2,9 @@
 #include "runtime/cpu/Attention.h"
 
 #include "runtime/cpu/Kernels.h"
+#ifdef VOLT_CPU_AVX512
+#include "runtime/cpu/AttentionAvx512.h"
+#endif
 #include "runtime/numerics/Half.h"
 
 #include <algorithm>
@@ -33,21 +36,38 @@ std::vector<TokenPlace> placeTokens(const AttentionParams &params, const StepBat
   return places;
 }
 
-/// Where a sequence's position j lives in one layer's K (or V) blocks.
-inline int64_t cacheRow(const StepBatch &batch, const PagedKvCache &cache, int64_t seq, int64_t j) {
-  int64_t block = batch.blockTables[seq * batch.maxBlocksPerSeq + j / cache.blockSize];
-  assert(block >= 0 && block < cache.numBlocks);
-  return block * cache.blockSize + j % cache.blockSize;
+/// The portable bodies of detail::avx512::scoreKeys and accumulateValues
+/// (AttentionAvx512.h), which give their bits: each row converted to FP32,
+/// then dotRows for the scores and one axpy per head for the values.
+void scoreKeysPortable(const uint16_t *k, int64_t kStride, int64_t n, const float *q,
+                       int64_t group, int64_t dim, float scale, float *scores,
+                       int64_t scoresStride, float *row, float *dots) {
+  for (int64_t j = 0; j < n; ++j) {
+    detail::halfToFloat(k + j * kStride, row, dim);
+    // dot(k, q[g]) for the whole group at once (the same bits as dot()).
+    detail::dotRows(row, q, dim, group, dim, dots);
+    for (int64_t g = 0; g < group; ++g)
+      scores[g * scoresStride + j] = dots[g] * scale;
+  }
 }
 
-/// Positions ahead of the one being read whose rows are prefetched: a row
-/// is a few cache lines in a block chosen by the block table, so the
-/// hardware prefetcher cannot see it coming.
-constexpr int64_t kPrefetchDistance = 8;
+void accumulateValuesPortable(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
+                              int64_t pStride, int64_t group, int64_t dim, float *acc,
+                              float *row) {
+  for (int64_t j = 0; j < n; ++j) {
+    detail::halfToFloat(v + j * vStride, row, dim);
+    for (int64_t g = 0; g < group; ++g)
+      detail::axpy(p[g * pStride + j], row, acc + g * dim, dim);
+  }
+}
 
-void prefetchRow(const uint16_t *base, int64_t bytes) {
-  for (int64_t offset = 0; offset < bytes; offset += 64)
-    __builtin_prefetch(reinterpret_cast<const char *>(base) + offset);
+/// Prefetches `rows` rows of `bytes` at `stride` elements: the next block of
+/// the cache, which the block table places where the hardware prefetcher
+/// cannot see it coming.
+void prefetchRows(const uint16_t *base, int64_t rows, int64_t stride, int64_t bytes) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t offset = 0; offset < bytes; offset += 64)
+      __builtin_prefetch(reinterpret_cast<const char *>(base + r * stride) + offset);
 }
 
 } // namespace
@@ -77,7 +97,15 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   });
 
   // One work item per (token, kv head): the group's q heads share each K
-  // and V row as it is converted.
+  // and V row as it is converted. The context is walked a block of the
+  // cache at a time (rows of one kv head at a stride of kvElems), the next
+  // block prefetched.
+#ifdef VOLT_CPU_AVX512
+  const bool avx512 = detail::dotBlockPath() >= detail::DotBlockPath::Avx512;
+#else
+  const bool avx512 = false;
+#endif
+  const int64_t bs = cache.blockSize;
   pool.parallelFor(params.tokens * hkv, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> q(static_cast<size_t>(group * dim)), kv(static_cast<size_t>(dim)),
         acc(static_cast<size_t>(group * dim)), sums(static_cast<size_t>(group)),
@@ -86,20 +114,30 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
       int64_t t = item / hkv, kvHead = item % hkv;
       const TokenPlace place = places[static_cast<size_t>(t)];
       const int64_t context = place.position + 1;
+      const int64_t blocks = (context + bs - 1) / bs;
+      const int32_t *table = batch.blockTables + place.seq * batch.maxBlocksPerSeq;
       scores.resize(static_cast<size_t>(group * context));
       detail::halfToFloat(qkv + t * rowElems + kvHead * group * dim, q.data(), group * dim);
+      // Block b's rows of this kv head in K (or V).
+      auto rowsOf = [&](const uint16_t *kOrV, int64_t b) {
+        assert(table[b] >= 0 && table[b] < cache.numBlocks);
+        return kOrV + static_cast<int64_t>(table[b]) * bs * kvElems + kvHead * dim;
+      };
+      auto blockRows = [&](int64_t b) { return std::min(bs, context - b * bs); };
 
-      for (int64_t j = 0; j < context; ++j) {
-        if (j + kPrefetchDistance < context)
-          prefetchRow(cache.k + cacheRow(batch, cache, place.seq, j + kPrefetchDistance) * kvElems +
-                          kvHead * dim,
-                      dim * 2);
-        int64_t row = cacheRow(batch, cache, place.seq, j);
-        detail::halfToFloat(cache.k + row * kvElems + kvHead * dim, kv.data(), dim);
-        // dot(k, q[g]) for the whole group at once (the same bits as dot()).
-        detail::dotRows(kv.data(), q.data(), dim, group, dim, dots.data());
-        for (int64_t g = 0; g < group; ++g)
-          scores[g * context + j] = dots[static_cast<size_t>(g)] * scale;
+      for (int64_t b = 0; b < blocks; ++b) {
+        if (b + 1 < blocks)
+          prefetchRows(rowsOf(cache.k, b + 1), blockRows(b + 1), kvElems, dim * 2);
+        float *s = scores.data() + b * bs;
+#ifdef VOLT_CPU_AVX512
+        if (avx512) {
+          detail::avx512::scoreKeys(rowsOf(cache.k, b), kvElems, blockRows(b), q.data(), group,
+                                    dim, scale, s, context);
+          continue;
+        }
+#endif
+        scoreKeysPortable(rowsOf(cache.k, b), kvElems, blockRows(b), q.data(), group, dim, scale,
+                          s, context, kv.data(), dots.data());
       }
       for (int64_t g = 0; g < group; ++g) {
         float *s = scores.data() + g * context;
@@ -112,15 +150,19 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
         sums[static_cast<size_t>(g)] = l;
       }
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t j = 0; j < context; ++j) {
-        if (j + kPrefetchDistance < context)
-          prefetchRow(cache.v + cacheRow(batch, cache, place.seq, j + kPrefetchDistance) * kvElems +
-                          kvHead * dim,
-                      dim * 2);
-        int64_t row = cacheRow(batch, cache, place.seq, j);
-        detail::halfToFloat(cache.v + row * kvElems + kvHead * dim, kv.data(), dim);
-        for (int64_t g = 0; g < group; ++g)
-          detail::axpy(scores[g * context + j], kv.data(), acc.data() + g * dim, dim);
+      for (int64_t b = 0; b < blocks; ++b) {
+        if (b + 1 < blocks)
+          prefetchRows(rowsOf(cache.v, b + 1), blockRows(b + 1), kvElems, dim * 2);
+        const float *p = scores.data() + b * bs;
+#ifdef VOLT_CPU_AVX512
+        if (avx512) {
+          detail::avx512::accumulateValues(rowsOf(cache.v, b), kvElems, blockRows(b), p, context,
+                                           group, dim, acc.data());
+          continue;
+        }
+#endif
+        accumulateValuesPortable(rowsOf(cache.v, b), kvElems, blockRows(b), p, context, group,
+                                 dim, acc.data(), kv.data());
       }
       uint16_t *o = out + t * hq * dim + kvHead * group * dim;
       for (int64_t g = 0; g < group; ++g)

@@ -4,6 +4,7 @@
 #include "runtime/cpu/Attention.h"
 
 #include "TestUtil.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
 #include <numeric>
@@ -156,6 +157,61 @@ INSTANTIATE_TEST_SUITE_P(Cases, AttentionTest,
                              AttentionCase{3, 3, 40, 5, {{23, 23}, {2, 9}}},
                              // Every query head its own group of 8.
                              AttentionCase{8, 1, 128, 32, {{4, 130}, {1, 64}}}));
+
+TEST_P(AttentionTest, EveryPathGivesTheSameBits) {
+  // The AVX-512 loops (scores a block of K rows at a time with fused exact
+  // products, values in registers) against the portable ones (halfToFloat,
+  // dotRows, axpy): the reference's bits on every CPU. Scores spread wide
+  // enough that the softmax is not flat, so a wrong sum order shows.
+  const AttentionCase c = GetParam();
+  std::mt19937 rng(42);
+  const int64_t hq = c.heads, hkv = c.kvHeads, dim = c.dim, bs = c.blockSize;
+  const int64_t seqs = static_cast<int64_t>(c.seqs.size());
+  int64_t maxBlocks = 0, numBlocks = 0, tokens = 0;
+  for (const SeqSpec &sp : c.seqs) {
+    maxBlocks = std::max(maxBlocks, (sp.context + bs - 1) / bs);
+    numBlocks += (sp.context + bs - 1) / bs;
+    tokens += sp.newTokens;
+  }
+  std::vector<int32_t> tables(static_cast<size_t>(seqs * maxBlocks), 0), seqStarts = {0},
+      contextLens, slots;
+  std::vector<int32_t> ids(static_cast<size_t>(numBlocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  size_t next = 0;
+  for (int64_t s = 0; s < seqs; ++s) {
+    const SeqSpec &sp = c.seqs[static_cast<size_t>(s)];
+    for (int64_t b = 0; b < (sp.context + bs - 1) / bs; ++b)
+      tables[static_cast<size_t>(s * maxBlocks + b)] = ids[next++];
+    for (int64_t i = 0; i < sp.newTokens; ++i) {
+      const int64_t position = sp.context - sp.newTokens + i;
+      slots.push_back(tables[static_cast<size_t>(s * maxBlocks + position / bs)] *
+                          static_cast<int32_t>(bs) +
+                      static_cast<int32_t>(position % bs));
+    }
+    seqStarts.push_back(seqStarts.back() + static_cast<int32_t>(sp.newTokens));
+    contextLens.push_back(static_cast<int32_t>(sp.context));
+  }
+  const std::vector<uint16_t> k = randomHalf(static_cast<size_t>(numBlocks * bs * hkv * dim), rng,
+                                             2.0f),
+                              v = randomHalf(k.size(), rng),
+                              qkv = randomHalf(
+                                  static_cast<size_t>(tokens * (hq + 2 * hkv) * dim), rng, 2.0f);
+  StepBatch batch{slots.data(), seqStarts.data(), contextLens.data(), tables.data(), maxBlocks};
+  std::vector<uint16_t> outs[2];
+  for (int run = 0; run < 2; ++run) {
+    detail::setDotBlockPathLimit(run == 0 ? detail::DotBlockPath::Portable
+                                          : detail::DotBlockPath::Avx512Vbmi);
+    std::vector<uint16_t> kc = k, vc = v;
+    outs[run].assign(static_cast<size_t>(tokens * hq * dim), 0);
+    ThreadPool pool(2);
+    attention({tokens, seqs, hq, hkv, dim}, qkv.data(), batch,
+              {kc.data(), vc.data(), numBlocks, bs}, outs[run].data(), pool);
+  }
+  detail::setDotBlockPathLimit(detail::DotBlockPath::Avx512Vbmi);
+  for (size_t i = 0; i < outs[0].size(); ++i)
+    ASSERT_EQ(outs[1][i], outs[0][i]) << "element " << i << " of " << outs[0].size();
+}
 
 TEST(Attention, NegativeSlotsAreNotWritten) {
   std::mt19937 rng(41);

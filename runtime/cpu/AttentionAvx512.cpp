@@ -1,0 +1,127 @@
+//===- AttentionAvx512.cpp ------------------------------------------------===//
+//
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq (and, like all of
+// runtime/cpu, -ffp-contract=off: the value sums round each product).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/AttentionAvx512.h"
+
+// GCC 12's masked intrinsics read an undefined vector they then ignore.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
+#error "AttentionAvx512.cpp must be compiled with AVX-512 F, BW and DQ"
+#endif
+
+namespace volt::cpu::detail::avx512 {
+namespace {
+
+/// The lanes summed as Kernels.cpp's foldLanes does: halves, then quarters,
+/// then pairs.
+inline float fold(__m512 a) {
+  __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  __m128 s1 = _mm_add_ss(s2, _mm_movehdup_ps(s2));
+  return _mm_cvtss_f32(s1);
+}
+
+inline __mmask16 lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+/// 16 FP16 values (fewer at a row's end: zeros after them) as FP32.
+inline __m512 loadHalves(const uint16_t *p, int64_t left) {
+  return left >= 16
+             ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)))
+             : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes(left), p));
+}
+
+/// The value sums of G heads (G <= 8) over one 16-wide chunk of dims.
+template <int G>
+void accumulateChunk(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
+                     int64_t pStride, int64_t dim, int64_t d, float *acc) {
+  const int64_t left = dim - d;
+  const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xffff) : lanes(left);
+  __m512 sums[G];
+  for (int g = 0; g < G; ++g)
+    sums[g] = _mm512_maskz_loadu_ps(m, acc + g * dim + d);
+  for (int64_t j = 0; j < n; ++j) {
+    const __m512 x = loadHalves(v + j * vStride + d, left);
+    for (int g = 0; g < G; ++g)
+      sums[g] = _mm512_add_ps(sums[g], _mm512_mul_ps(_mm512_set1_ps(p[g * pStride + j]), x));
+  }
+  for (int g = 0; g < G; ++g)
+    _mm512_mask_storeu_ps(acc + g * dim + d, m, sums[g]);
+}
+
+template <int G>
+void accumulateHeads(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
+                     int64_t pStride, int64_t dim, float *acc) {
+  for (int64_t d = 0; d < dim; d += 16)
+    accumulateChunk<G>(v, vStride, n, p, pStride, dim, d, acc);
+}
+
+} // namespace
+
+void scoreKeys(const uint16_t *k, int64_t kStride, int64_t n, const float *q, int64_t group,
+               int64_t dim, float scale, float *scores, int64_t scoresStride) {
+  // One key row as FP32 (head sizes up to 512 in registers' worth of L1).
+  alignas(64) float key[512];
+  const bool staged = dim <= 512;
+  for (int64_t j = 0; j < n; ++j) {
+    const uint16_t *row = k + j * kStride;
+    if (staged)
+      for (int64_t d = 0; d < dim; d += 16)
+        _mm512_store_ps(key + d, loadHalves(row + d, dim - d));
+    for (int64_t g = 0; g < group; ++g) {
+      const float *qg = q + g * dim;
+      __m512 sum = _mm512_setzero_ps();
+      for (int64_t d = 0; d < dim; d += 16) {
+        const int64_t left = dim - d;
+        const __m512 x = staged ? _mm512_load_ps(key + d) : loadHalves(row + d, left);
+        const __m512 y = left >= 16 ? _mm512_loadu_ps(qg + d) : _mm512_maskz_loadu_ps(lanes(left), qg + d);
+        // An FP16 value times an FP16 value is exact in FP32: fusing the
+        // product into its sum rounds once where dot() rounds the sum.
+        sum = _mm512_fmadd_ps(x, y, sum);
+      }
+      scores[g * scoresStride + j] = fold(sum) * scale;
+    }
+  }
+}
+
+void accumulateValues(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
+                      int64_t pStride, int64_t group, int64_t dim, float *acc) {
+  int64_t g = 0;
+  for (; g + 8 <= group; g += 8)
+    accumulateHeads<8>(v, vStride, n, p + g * pStride, pStride, dim, acc + g * dim);
+  const float *pg = p + g * pStride;
+  float *ag = acc + g * dim;
+  switch (group - g) {
+  case 1:
+    accumulateHeads<1>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  case 2:
+    accumulateHeads<2>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  case 3:
+    accumulateHeads<3>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  case 4:
+    accumulateHeads<4>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  case 5:
+    accumulateHeads<5>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  case 6:
+    accumulateHeads<6>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  case 7:
+    accumulateHeads<7>(v, vStride, n, pg, pStride, dim, ag);
+    break;
+  default:
+    break;
+  }
+}
+
+} // namespace volt::cpu::detail::avx512

@@ -1,0 +1,27 @@
+//===- AttentionAvx512.h - attention's inner loops on AVX-512 ---*- C++ -*-===//
+//
+// Private to runtime/cpu: called by Attention.cpp only where dotBlock runs
+// its AVX-512 path (detail::dotBlockPath()). Each gives the bits of the
+// portable loops in Attention.cpp (halfToFloat, dotRows, axpy), over one
+// block of the paged cache at a time.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace volt::cpu::detail::avx512 {
+
+/// scores[g * scoresStride + j] = dot(q + g * dim, k_j, dim) * scale for
+/// g < group and j < n, where k_j is the FP16 row at k + j * kStride and q
+/// holds FP16 values (so each product is exact and is fused into its sum).
+void scoreKeys(const uint16_t *k, int64_t kStride, int64_t n, const float *q, int64_t group,
+               int64_t dim, float scale, float *scores, int64_t scoresStride);
+
+/// acc[g * dim + d] += p[g * pStride + j] * v_j[d] for j < n in order, g <
+/// group, d < dim (each product rounded, then added), where v_j is the FP16
+/// row at v + j * vStride.
+void accumulateValues(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
+                      int64_t pStride, int64_t group, int64_t dim, float *acc);
+
+} // namespace volt::cpu::detail::avx512

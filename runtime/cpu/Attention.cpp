@@ -36,16 +36,14 @@ std::vector<TokenPlace> placeTokens(const AttentionParams &params, const StepBat
   return places;
 }
 
-/// The portable bodies of detail::avx512::scoreKeys and accumulateValues
-/// (AttentionAvx512.h), which give their bits: each row converted to FP32,
-/// then dotRows for the scores and one axpy per head for the values.
-void scoreKeysPortable(const uint16_t *k, int64_t kStride, int64_t n, const float *q,
-                       int64_t group, int64_t dim, float scale, float *scores,
-                       int64_t scoresStride, float *row, float *dots) {
+/// The portable bodies of AttentionAvx512.h's loops, whose bits they give:
+/// K rows converted to FP32 (rows of `dim`), dotRows for the scores, one
+/// axpy per head for the values.
+void scoreRowsPortable(const float *k, int64_t n, const float *q, int64_t group, int64_t dim,
+                       float scale, float *scores, int64_t scoresStride, float *dots) {
   for (int64_t j = 0; j < n; ++j) {
-    detail::halfToFloat(k + j * kStride, row, dim);
     // dot(k, q[g]) for the whole group at once (the same bits as dot()).
-    detail::dotRows(row, q, dim, group, dim, dots);
+    detail::dotRows(k + j * dim, q, dim, group, dim, dots);
     for (int64_t g = 0; g < group; ++g)
       scores[g * scoresStride + j] = dots[g] * scale;
   }
@@ -60,6 +58,16 @@ void accumulateValuesPortable(const uint16_t *v, int64_t vStride, int64_t n, con
       detail::axpy(p[g * pStride + j], row, acc + g * dim, dim);
   }
 }
+
+/// Query tokens of one sequence that walk its cache together: each block of
+/// K is converted once for all of them.
+constexpr int64_t kTileTokens = 16;
+
+/// Consecutive tokens [first, first + count) of one sequence.
+struct Tile {
+  int64_t first;
+  int64_t count;
+};
 
 /// Prefetches `rows` rows of `bytes` at `stride` elements: the next block of
 /// the cache, which the block table places where the hardware prefetcher
@@ -96,78 +104,121 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
     }
   });
 
-  // One work item per (token, kv head): the group's q heads share each K
-  // and V row as it is converted. The context is walked a block of the
-  // cache at a time (rows of one kv head at a stride of kvElems), the next
-  // block prefetched.
+  // One work item per (tile of up to kTileTokens tokens of a sequence, kv
+  // head): each token's group of q heads against the sequence's cache, a
+  // block at a time (rows of one kv head at a stride of kvElems), the next
+  // block prefetched. A block's K rows are converted to FP32 once for the
+  // tile; each (token, head) still sums its own scores and values in the
+  // contract's order, so the tiling changes no bit.
+  std::vector<Tile> tiles;
+  for (int64_t seq = 0; seq < params.seqs; ++seq)
+    for (int64_t t = batch.seqStarts[seq]; t < batch.seqStarts[seq + 1]; t += kTileTokens)
+      tiles.push_back({t, std::min<int64_t>(kTileTokens, batch.seqStarts[seq + 1] - t)});
 #ifdef VOLT_CPU_AVX512
   const bool avx512 = detail::dotBlockPath() >= detail::DotBlockPath::Avx512;
+  const int64_t keyStride = avx512 ? detail::avx512::paddedDim(dim) : dim;
 #else
   const bool avx512 = false;
+  const int64_t keyStride = dim;
 #endif
   const int64_t bs = cache.blockSize;
-  pool.parallelFor(params.tokens * hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> q(static_cast<size_t>(group * dim)), kv(static_cast<size_t>(dim)),
-        acc(static_cast<size_t>(group * dim)), sums(static_cast<size_t>(group)),
-        dots(static_cast<size_t>(group)), scores;
+  const int64_t numTiles = static_cast<int64_t>(tiles.size());
+  pool.parallelFor(numTiles * hkv, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> q(static_cast<size_t>(kTileTokens * group * dim)),
+        keys(static_cast<size_t>(bs * keyStride)), row(static_cast<size_t>(dim)),
+        acc(static_cast<size_t>(group * dim)), dots(static_cast<size_t>(group)),
+        maxes(static_cast<size_t>(group)), sums(static_cast<size_t>(group)), scores;
     for (int64_t item = begin; item < end; ++item) {
-      int64_t t = item / hkv, kvHead = item % hkv;
-      const TokenPlace place = places[static_cast<size_t>(t)];
-      const int64_t context = place.position + 1;
-      const int64_t blocks = (context + bs - 1) / bs;
-      const int32_t *table = batch.blockTables + place.seq * batch.maxBlocksPerSeq;
-      scores.resize(static_cast<size_t>(group * context));
-      detail::halfToFloat(qkv + t * rowElems + kvHead * group * dim, q.data(), group * dim);
+      const Tile tile = tiles[static_cast<size_t>(item / hkv)];
+      const int64_t kvHead = item % hkv;
+      const TokenPlace last = places[static_cast<size_t>(tile.first + tile.count - 1)];
+      const int64_t firstContext = last.position + 2 - tile.count;
+      const int64_t maxContext = last.position + 1;
+      const int64_t blocks = (maxContext + bs - 1) / bs;
+      const int32_t *table = batch.blockTables + last.seq * batch.maxBlocksPerSeq;
+      // Token i of the tile (context firstContext + i): its scores, group
+      // rows of up to maxContext at a stride of `ss`, from scores + i *
+      // group * ss. The stride is a multiple of 64 bytes plus 64, never of
+      // 4 KiB: the softmax walks the group's rows side by side, and rows 4
+      // KiB apart would share a handful of L1 sets.
+      const int64_t ss = (maxContext + 15) / 16 * 16 + 16;
+      scores.resize(static_cast<size_t>(tile.count * group * ss));
+      for (int64_t i = 0; i < tile.count; ++i)
+        detail::halfToFloat(qkv + (tile.first + i) * rowElems + kvHead * group * dim,
+                            q.data() + i * group * dim, group * dim);
       // Block b's rows of this kv head in K (or V).
       auto rowsOf = [&](const uint16_t *kOrV, int64_t b) {
         assert(table[b] >= 0 && table[b] < cache.numBlocks);
         return kOrV + static_cast<int64_t>(table[b]) * bs * kvElems + kvHead * dim;
       };
-      auto blockRows = [&](int64_t b) { return std::min(bs, context - b * bs); };
+      // Rows of block b that token i attends to (0 past its context).
+      auto rowsFor = [&](int64_t i, int64_t b) {
+        return std::clamp<int64_t>(firstContext + i - b * bs, 0, bs);
+      };
 
       for (int64_t b = 0; b < blocks; ++b) {
         if (b + 1 < blocks)
-          prefetchRows(rowsOf(cache.k, b + 1), blockRows(b + 1), kvElems, dim * 2);
-        float *s = scores.data() + b * bs;
+          prefetchRows(rowsOf(cache.k, b + 1), rowsFor(tile.count - 1, b + 1), kvElems, dim * 2);
+        const int64_t n = rowsFor(tile.count - 1, b);
 #ifdef VOLT_CPU_AVX512
-        if (avx512) {
-          detail::avx512::scoreKeys(rowsOf(cache.k, b), kvElems, blockRows(b), q.data(), group,
-                                    dim, scale, s, context);
-          continue;
-        }
+        if (avx512)
+          detail::avx512::convertRows(rowsOf(cache.k, b), kvElems, n, dim, keys.data());
 #endif
-        scoreKeysPortable(rowsOf(cache.k, b), kvElems, blockRows(b), q.data(), group, dim, scale,
-                          s, context, kv.data(), dots.data());
-      }
-      for (int64_t g = 0; g < group; ++g) {
-        float *s = scores.data() + g * context;
-        float m = *std::max_element(s, s + context);
-        float l = 0.0f;
-        for (int64_t j = 0; j < context; ++j) {
-          s[j] = std::exp(s[j] - m);
-          l += s[j];
-        }
-        sums[static_cast<size_t>(g)] = l;
-      }
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int64_t b = 0; b < blocks; ++b) {
-        if (b + 1 < blocks)
-          prefetchRows(rowsOf(cache.v, b + 1), blockRows(b + 1), kvElems, dim * 2);
-        const float *p = scores.data() + b * bs;
+        if (!avx512)
+          for (int64_t j = 0; j < n; ++j)
+            detail::halfToFloat(rowsOf(cache.k, b) + j * kvElems, keys.data() + j * dim, dim);
+        for (int64_t i = 0; i < tile.count; ++i) {
+          const int64_t rows = rowsFor(i, b);
+          float *s = scores.data() + i * group * ss + b * bs;
+          const float *qi = q.data() + i * group * dim;
 #ifdef VOLT_CPU_AVX512
-        if (avx512) {
-          detail::avx512::accumulateValues(rowsOf(cache.v, b), kvElems, blockRows(b), p, context,
-                                           group, dim, acc.data());
-          continue;
-        }
+          if (avx512) {
+            detail::avx512::scoreRows(keys.data(), rows, qi, group, dim, scale, s, ss);
+            continue;
+          }
 #endif
-        accumulateValuesPortable(rowsOf(cache.v, b), kvElems, blockRows(b), p, context, group,
-                                 dim, acc.data(), kv.data());
+          scoreRowsPortable(keys.data(), rows, qi, group, dim, scale, s, ss, dots.data());
+        }
       }
-      uint16_t *o = out + t * hq * dim + kvHead * group * dim;
-      for (int64_t g = 0; g < group; ++g)
-        for (int64_t d = 0; d < dim; ++d)
-          o[g * dim + d] = floatToHalf(acc[g * dim + d] / sums[static_cast<size_t>(g)]);
+      for (int64_t i = 0; i < tile.count; ++i) {
+        const int64_t context = firstContext + i;
+        float *p = scores.data() + i * group * ss;
+        // Each head's l sums its weights in order of j; the heads' sums
+        // advance side by side, so that their additions overlap.
+        for (int64_t g = 0; g < group; ++g) {
+          const float *s = p + g * ss;
+          float m = s[0];
+          for (int64_t j = 1; j < context; ++j)
+            m = std::max(m, s[j]);
+          maxes[static_cast<size_t>(g)] = m;
+          sums[static_cast<size_t>(g)] = 0.0f;
+        }
+        for (int64_t j = 0; j < context; ++j)
+          for (int64_t g = 0; g < group; ++g) {
+            float &e = p[g * ss + j];
+            e = std::exp(e - maxes[static_cast<size_t>(g)]);
+            sums[static_cast<size_t>(g)] += e;
+          }
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        const int64_t tokenBlocks = (context + bs - 1) / bs;
+        for (int64_t b = 0; b < tokenBlocks; ++b) {
+          if (b + 1 < tokenBlocks)
+            prefetchRows(rowsOf(cache.v, b + 1), rowsFor(i, b + 1), kvElems, dim * 2);
+#ifdef VOLT_CPU_AVX512
+          if (avx512) {
+            detail::avx512::accumulateValues(rowsOf(cache.v, b), kvElems, rowsFor(i, b),
+                                             p + b * bs, ss, group, dim, acc.data());
+            continue;
+          }
+#endif
+          accumulateValuesPortable(rowsOf(cache.v, b), kvElems, rowsFor(i, b), p + b * bs,
+                                   ss, group, dim, acc.data(), row.data());
+        }
+        uint16_t *o = out + (tile.first + i) * hq * dim + kvHead * group * dim;
+        for (int64_t g = 0; g < group; ++g)
+          for (int64_t d = 0; d < dim; ++d)
+            o[g * dim + d] = floatToHalf(acc[g * dim + d] / sums[static_cast<size_t>(g)]);
+      }
     }
   });
 }

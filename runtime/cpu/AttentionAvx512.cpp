@@ -28,6 +28,32 @@ inline float fold(__m512 a) {
   return _mm_cvtss_f32(s1);
 }
 
+/// fold() of 16 vectors at once: lane k of the result is fold(a[k]), each
+/// lane's sums paired exactly as fold pairs them (halves, quarters, pairs,
+/// then the last two), four vectors' worth of shuffles for sixteen folds.
+inline __m512 fold16(const __m512 (&a)[16]) {
+  // Halves: b[m] holds a[2m]'s 8 partials, then a[2m + 1]'s.
+  __m512 b[8];
+  for (int m = 0; m < 8; ++m)
+    b[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * m], a[2 * m + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * m], a[2 * m + 1], 0xEE));
+  // Quarters: quarter i of c[n] holds a[4n + i]'s 4 partials.
+  __m512 c[4];
+  for (int n = 0; n < 4; ++n)
+    c[n] = _mm512_add_ps(_mm512_shuffle_f32x4(b[2 * n], b[2 * n + 1], 0x88),
+                         _mm512_shuffle_f32x4(b[2 * n], b[2 * n + 1], 0xDD));
+  // Pairs: quarter i of d[o] holds a[8o + i]'s 2 partials, then a[8o + 4 + i]'s.
+  __m512 d[2];
+  for (int o = 0; o < 2; ++o)
+    d[o] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * o], c[2 * o + 1], 0x44),
+                         _mm512_shuffle_ps(c[2 * o], c[2 * o + 1], 0xEE));
+  // The last two: lane 4i + r holds fold(a[4r + i]).
+  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88),
+                                 _mm512_shuffle_ps(d[0], d[1], 0xDD));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, e);
+}
+
 inline __mmask16 lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
 /// 16 FP16 values (fewer at a row's end: zeros after them) as FP32.
@@ -64,30 +90,60 @@ void accumulateHeads(const uint16_t *v, int64_t vStride, int64_t n, const float 
 
 } // namespace
 
-void scoreKeys(const uint16_t *k, int64_t kStride, int64_t n, const float *q, int64_t group,
-               int64_t dim, float scale, float *scores, int64_t scoresStride) {
-  // One key row as FP32 (head sizes up to 512 in registers' worth of L1).
-  alignas(64) float key[512];
-  const bool staged = dim <= 512;
-  for (int64_t j = 0; j < n; ++j) {
-    const uint16_t *row = k + j * kStride;
-    if (staged)
-      for (int64_t d = 0; d < dim; d += 16)
-        _mm512_store_ps(key + d, loadHalves(row + d, dim - d));
+void convertRows(const uint16_t *k, int64_t kStride, int64_t n, int64_t dim, float *out) {
+  const int64_t stride = paddedDim(dim);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < dim; d += 16)
+      _mm512_storeu_ps(out + j * stride + d, loadHalves(k + j * kStride + d, dim - d));
+}
+
+namespace {
+
+/// Chunk d of q (16 values; fewer at the end, zeros after them).
+inline __m512 loadQuery(const float *q, int64_t dim, int64_t d) {
+  const int64_t left = dim - d;
+  return left >= 16 ? _mm512_loadu_ps(q + d) : _mm512_maskz_loadu_ps(lanes(left), q + d);
+}
+
+/// One row's scores for one head.
+inline float scoreRow(const float *k, const float *q, int64_t dim, float scale) {
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t d = 0; d < dim; d += 16)
+    sum = _mm512_fmadd_ps(_mm512_loadu_ps(k + d), loadQuery(q, dim, d), sum);
+  return fold(sum) * scale;
+}
+
+} // namespace
+
+void scoreRows(const float *k, int64_t n, const float *q, int64_t group, int64_t dim, float scale,
+               float *scores, int64_t scoresStride) {
+  const int64_t stride = paddedDim(dim);
+  const __m512 scales = _mm512_set1_ps(scale);
+  // Sixteen rows against one head at a time, their lane sums folded
+  // together; the q chunk is loaded once for the sixteen. (Eight rows
+  // against pairs of heads, each K chunk loaded once for two, measured
+  // slower here.)
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const float *rows = k + j * stride;
     for (int64_t g = 0; g < group; ++g) {
       const float *qg = q + g * dim;
-      __m512 sum = _mm512_setzero_ps();
+      __m512 sums[16];
+      for (int r = 0; r < 16; ++r)
+        sums[r] = _mm512_setzero_ps();
       for (int64_t d = 0; d < dim; d += 16) {
-        const int64_t left = dim - d;
-        const __m512 x = staged ? _mm512_load_ps(key + d) : loadHalves(row + d, left);
-        const __m512 y = left >= 16 ? _mm512_loadu_ps(qg + d) : _mm512_maskz_loadu_ps(lanes(left), qg + d);
+        const __m512 y = loadQuery(qg, dim, d);
         // An FP16 value times an FP16 value is exact in FP32: fusing the
         // product into its sum rounds once where dot() rounds the sum.
-        sum = _mm512_fmadd_ps(x, y, sum);
+        for (int r = 0; r < 16; ++r)
+          sums[r] = _mm512_fmadd_ps(_mm512_loadu_ps(rows + r * stride + d), y, sums[r]);
       }
-      scores[g * scoresStride + j] = fold(sum) * scale;
+      _mm512_storeu_ps(scores + g * scoresStride + j, _mm512_mul_ps(fold16(sums), scales));
     }
   }
+  for (; j < n; ++j)
+    for (int64_t g = 0; g < group; ++g)
+      scores[g * scoresStride + j] = scoreRow(k + j * stride, q + g * dim, dim, scale);
 }
 
 void accumulateValues(const uint16_t *v, int64_t vStride, int64_t n, const float *p,

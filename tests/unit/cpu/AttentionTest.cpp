@@ -156,7 +156,10 @@ INSTANTIATE_TEST_SUITE_P(Cases, AttentionTest,
                              // 16, blocks of 5.
                              AttentionCase{3, 3, 40, 5, {{23, 23}, {2, 9}}},
                              // Every query head its own group of 8.
-                             AttentionCase{8, 1, 128, 32, {{4, 130}, {1, 64}}}));
+                             AttentionCase{8, 1, 128, 32, {{4, 130}, {1, 64}}},
+                             // A long decode beside a prefill chunk, Qwen3's 32 q / 4 kv
+                             // heads of 128.
+                             AttentionCase{32, 4, 128, 16, {{1, 2000}, {40, 100}}}));
 
 TEST_P(AttentionTest, EveryPathGivesTheSameBits) {
   // The AVX-512 loops (scores a block of K rows at a time with fused exact

@@ -27,8 +27,10 @@
 #
 # Each round runs, one after the other: volt-run on each plan (32-token
 # prompt, 64 greedy tokens; BF16 and mixed also with --cpu-numerics fast,
-# recorded as "fast-..."), llama-bench on each GGUF (pp32, tg64), HF eager
-# bf16 (tests/bench/cpu/hf_decode.py), then eight concurrent sequences:
+# recorded as "fast-..."), llama-bench on each GGUF (pp32, pp2000, tg64),
+# HF eager bf16 (tests/bench/cpu/hf_decode.py), volt-run's first token of a
+# 2000-token prompt (BF16 in both numerics, mixed in fast; the plans take
+# it in chunks of 512), then eight concurrent sequences:
 # volt-serve + volt-bench (8 requests of 32 + 64 tokens at concurrency 8;
 # again with --cpu-numerics fast) and
 # llama-batched-bench (-npp 32 -ntg 64 -npl 8). The medians over the rounds
@@ -87,6 +89,7 @@ if [[ ! -f "$work/q4_0.gguf" ]]; then
 fi
 
 prompt=$(seq -s, 1000 1031) # 32 token ids
+long_prompt=$(seq -s, 1000 2999) # 2000 token ids
 port=$((20000 + RANDOM % 20000))
 
 # record NAME VALUE: one measurement of this round.
@@ -101,9 +104,18 @@ volt_single() { # FORMAT [BIN_DIR NAME [NUMERICS]]
   record "$name-$1-prompt-ms" "$(sed -n 's/.*time to first token \([0-9.]*\) ms.*/\1/p' <<< "$err")"
 }
 
+volt_long() { # FORMAT [NAME NUMERICS]: the first token of a 2000-token prompt
+  local err name=${2:-volt} numerics=()
+  [[ -n ${3:-} ]] && numerics=(--cpu-numerics "$3")
+  err=$("$bin/volt-run" --threads "$threads" --prompt-ids "$long_prompt" --max-tokens 1 \
+          --ignore-eos "${numerics[@]}" "$work/plan-$1/plan.vplan" 2>&1 > /dev/null | tail -1)
+  record "$name-$1-prompt2000-ms" \
+    "$(sed -n 's/.*time to first token \([0-9.]*\) ms.*/\1/p' <<< "$err")"
+}
+
 llama_single() { # NAME GGUF
   local json
-  "$llama/bin/llama-bench" -m "$2" -p 32 -n 64 -t "$threads" -r 1 -o json > "$work/out.txt" \
+  "$llama/bin/llama-bench" -m "$2" -p 32,2000 -n 64 -t "$threads" -r 1 -o json > "$work/out.txt" \
     2> /dev/null
   python3 - "$1" "$work/out.txt" >> "$results" <<'EOF'
 import json, sys
@@ -111,6 +123,8 @@ name = sys.argv[1]
 for test in json.load(open(sys.argv[2])):
     if test["n_prompt"] == 32:
         print("llama-%s-prompt-ms %.2f" % (name, 32e3 / test["avg_ts"]))
+    elif test["n_prompt"] == 2000:
+        print("llama-%s-prompt2000-ms %.2f" % (name, 2000e3 / test["avg_ts"]))
     elif test["n_gen"] == 64:
         print("llama-%s-decode %.2f" % (name, test["avg_ts"]))
 EOF
@@ -182,6 +196,9 @@ for round in $(seq 0 "$rounds"); do
     volt_single mixed "$OLD_BIN" before
   fi
   hf_single
+  volt_long bf16
+  volt_long bf16 fast fast
+  volt_long mixed fast fast
   volt_batch bf16
   llama_batch bf16 "$work/bf16.gguf"
   volt_batch mixed
@@ -213,6 +230,7 @@ ratio("decode, volt NVFP4 (lm_head BF16) / llama.cpp Q4_0", "volt-nvfp4-decode",
 ratio("decode, volt NVFP4 mixed / llama.cpp Q4_0", "volt-mixed-decode", "llama-q4_0-decode")
 ratio("32-token prompt, volt BF16 vs llama.cpp BF16", "volt-bf16-prompt-ms", "llama-bf16-prompt-ms", True)
 ratio("32-token prompt, volt mixed vs llama.cpp Q4_0", "volt-mixed-prompt-ms", "llama-q4_0-prompt-ms", True)
+ratio("2000-token prompt, volt BF16 vs llama.cpp BF16", "volt-bf16-prompt2000-ms", "llama-bf16-prompt2000-ms", True)
 ratio("batch 8 decode, volt BF16 / llama.cpp BF16", "volt-bf16-batch8-decode", "llama-bf16-batch8-decode")
 ratio("batch 8 decode, volt mixed / llama.cpp Q4_0", "volt-mixed-batch8-decode", "llama-q4_0-batch8-decode")
 ratio("fast: decode, volt BF16 / llama.cpp BF16", "fast-bf16-decode", "llama-bf16-decode")
@@ -220,6 +238,8 @@ ratio("fast: decode, volt BF16 / HF bf16", "fast-bf16-decode", "hf-bf16-decode")
 ratio("fast: decode, volt mixed / llama.cpp Q4_0", "fast-mixed-decode", "llama-q4_0-decode")
 ratio("fast: 32-token prompt, volt BF16 vs llama.cpp BF16", "fast-bf16-prompt-ms", "llama-bf16-prompt-ms", True)
 ratio("fast: 32-token prompt, volt mixed vs llama.cpp Q4_0", "fast-mixed-prompt-ms", "llama-q4_0-prompt-ms", True)
+ratio("fast: 2000-token prompt, volt BF16 vs llama.cpp BF16", "fast-bf16-prompt2000-ms", "llama-bf16-prompt2000-ms", True)
+ratio("fast: 2000-token prompt, volt mixed vs llama.cpp Q4_0", "fast-mixed-prompt2000-ms", "llama-q4_0-prompt2000-ms", True)
 ratio("fast: batch 8 decode, volt BF16 / llama.cpp BF16", "fast-bf16-batch8-decode", "llama-bf16-batch8-decode")
 ratio("fast: batch 8 decode, volt mixed / llama.cpp Q4_0", "fast-mixed-batch8-decode", "llama-q4_0-batch8-decode")
 ratio("decode, volt BF16 / OLD_BIN's volt", "volt-bf16-decode", "before-bf16-decode")

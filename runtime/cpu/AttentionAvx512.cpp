@@ -48,8 +48,8 @@ inline __m512 fold16(const __m512 (&a)[16]) {
     d[o] = _mm512_add_ps(_mm512_shuffle_ps(c[2 * o], c[2 * o + 1], 0x44),
                          _mm512_shuffle_ps(c[2 * o], c[2 * o + 1], 0xEE));
   // The last two: lane 4i + r holds fold(a[4r + i]).
-  const __m512 e = _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88),
-                                 _mm512_shuffle_ps(d[0], d[1], 0xDD));
+  const __m512 e =
+      _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   return _mm512_permutexvar_ps(order, e);
 }
@@ -58,15 +58,14 @@ inline __mmask16 lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u
 
 /// 16 FP16 values (fewer at a row's end: zeros after them) as FP32.
 inline __m512 loadHalves(const uint16_t *p, int64_t left) {
-  return left >= 16
-             ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)))
-             : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes(left), p));
+  return left >= 16 ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)))
+                    : _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes(left), p));
 }
 
 /// The value sums of G heads (G <= 8) over one 16-wide chunk of dims.
 template <int G>
-void accumulateChunk(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
-                     int64_t pStride, int64_t dim, int64_t d, float *acc) {
+void accumulateChunk(const uint16_t *v, int64_t vStride, int64_t n, const float *p, int64_t pStride,
+                     int64_t dim, int64_t d, float *acc) {
   const int64_t left = dim - d;
   const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xffff) : lanes(left);
   __m512 sums[G];
@@ -82,8 +81,8 @@ void accumulateChunk(const uint16_t *v, int64_t vStride, int64_t n, const float 
 }
 
 template <int G>
-void accumulateHeads(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
-                     int64_t pStride, int64_t dim, float *acc) {
+void accumulateHeads(const uint16_t *v, int64_t vStride, int64_t n, const float *p, int64_t pStride,
+                     int64_t dim, float *acc) {
   for (int64_t d = 0; d < dim; d += 16)
     accumulateChunk<G>(v, vStride, n, p, pStride, dim, d, acc);
 }

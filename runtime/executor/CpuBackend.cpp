@@ -123,30 +123,6 @@ std::vector<cpu::Numerics> routerGemmsInReference(const plan::Rank &rank,
 
 } // namespace
 
-namespace {
-
-/// Whether cpu::WeightMemory::Auto copies packs of `packBytes` into huge pages,
-/// and if not, why (for the load message).
-bool autoCopiesIntoHugePages(uint64_t packBytes, std::string &why) {
-  const TransparentHugePages thp = transparentHugePages();
-  if (thp != TransparentHugePages::Always && thp != TransparentHugePages::Madvise) {
-    why = std::string("transparent huge pages are ") +
-          (thp == TransparentHugePages::Never ? "off" : "not known here") + ": " +
-          kTransparentHugePagesPath + " says " + toString(thp);
-    return false;
-  }
-  const uint64_t available = availableMemoryBytes();
-  if (available == 0 || packBytes > available / 4 * 3) {
-    why = "the packs (" + formatBytes(packBytes) + ") would take more than 3/4 of the " +
-          (available == 0 ? std::string("available memory, which /proc/meminfo does not say")
-                          : "available memory (" + formatBytes(available) + ")");
-    return false;
-  }
-  return true;
-}
-
-} // namespace
-
 Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &loaded,
                                                        const CpuBackendOptions &options) {
   const plan::Plan &p = loaded.plan();
@@ -215,8 +191,10 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::create(const plan::LoadedPlan &l
   for (const auto &rs : backend->ranks_)
     packBytes += rs->pack.size();
   std::string why;
-  const bool copy = options.weights == cpu::WeightMemory::HugePages ||
-                    (options.weights == cpu::WeightMemory::Auto && autoCopiesIntoHugePages(packBytes, why));
+  const bool copy =
+      options.weights == cpu::WeightMemory::HugePages ||
+      (options.weights == cpu::WeightMemory::Auto &&
+       hugePageCopyPays(transparentHugePages(), packBytes, availableMemoryBytes(), why));
   if (!copy) {
     backend->shared_->weightsDescription =
         "weights read in place from the mapped packs (" +

@@ -1,6 +1,8 @@
 //===- HugePages.cpp ------------------------------------------------------===//
 #include "runtime/support/HugePages.h"
 
+#include "runtime/support/Strings.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -88,6 +90,23 @@ uint64_t parseAvailableMemory(std::string_view meminfo) {
 
 uint64_t availableMemoryBytes() { return parseAvailableMemory(readWhole("/proc/meminfo")); }
 
+bool hugePageCopyPays(TransparentHugePages thp, uint64_t bytes, uint64_t available,
+                      std::string &why) {
+  if (thp != TransparentHugePages::Always && thp != TransparentHugePages::Madvise) {
+    why = std::string("transparent huge pages are ") +
+          (thp == TransparentHugePages::Never ? "off" : "not known here") + ": " +
+          kTransparentHugePagesPath + " says " + toString(thp);
+    return false;
+  }
+  if (available == 0 || bytes > available / 4 * 3) {
+    why = "the packs (" + formatBytes(bytes) + ") would take more than 3/4 of the " +
+          (available == 0 ? std::string("available memory, which /proc/meminfo does not say")
+                          : "available memory (" + formatBytes(available) + ")");
+    return false;
+  }
+  return true;
+}
+
 uint64_t parseAnonHugeBytes(std::string_view smaps, uintptr_t begin, uintptr_t end) {
   constexpr std::string_view key = "AnonHugePages:";
   uint64_t total = 0;
@@ -125,14 +144,14 @@ Result<std::unique_ptr<HugePageCopy>> HugePageCopy::of(std::span<const uint8_t> 
   // huge page's boundary (the kernel backs only aligned 2 MiB spans).
   const size_t rounded = (bytes.size() + kHugePage - 1) / kHugePage * kHugePage;
   const size_t mappingBytes = rounded + kHugePage;
-  void *p = ::mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  void *p =
+      ::mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
     return Error("cannot allocate " + std::to_string(mappingBytes) + " bytes for " + what + ": " +
                  std::strerror(errno));
   auto *mapping = static_cast<uint8_t *>(p);
-  auto *data = reinterpret_cast<uint8_t *>(
-      (reinterpret_cast<uintptr_t>(mapping) + kHugePage - 1) / kHugePage * kHugePage);
+  auto *data = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(mapping) + kHugePage - 1) /
+                                           kHugePage * kHugePage);
   // Advice only: a kernel without transparent huge pages gives ordinary ones.
   (void)::madvise(data, rounded, MADV_HUGEPAGE);
   if (!bytes.empty())

@@ -51,6 +51,14 @@ uint64_t availableMemoryBytes();
 /// the line is missing or malformed.
 uint64_t parseAvailableMemory(std::string_view meminfo);
 
+/// Whether a copy of `bytes` in huge pages is worth making where the
+/// kernel's setting is `thp` and MemAvailable is `available` bytes (0:
+/// unknown): the setting is "always" or "madvise" and the copy takes at
+/// most 3/4 of the available memory. If not, `why` says why, naming the
+/// setting's file or the sizes.
+bool hugePageCopyPays(TransparentHugePages thp, uint64_t bytes, uint64_t available,
+                      std::string &why);
+
 /// The AnonHugePages of the mappings within [begin, end) in `smaps` (the
 /// text of /proc/self/smaps), in bytes; a mapping that reaches past the
 /// range counts at most its bytes inside it.

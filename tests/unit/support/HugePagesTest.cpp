@@ -31,6 +31,28 @@ TEST(AvailableMemory, IsMemAvailableInBytes) {
   EXPECT_EQ(parseAvailableMemory(""), 0u);
 }
 
+TEST(HugePageCopyPays, WhereTheKernelHasHugePagesAndMemoryAllows) {
+  const uint64_t gib = uint64_t{1} << 30;
+  std::string why;
+  EXPECT_TRUE(hugePageCopyPays(TransparentHugePages::Madvise, 3 * gib, 4 * gib, why));
+  EXPECT_TRUE(hugePageCopyPays(TransparentHugePages::Always, 3 * gib, 4 * gib, why));
+  EXPECT_TRUE(why.empty()) << why;
+
+  EXPECT_FALSE(hugePageCopyPays(TransparentHugePages::Never, gib, 16 * gib, why));
+  EXPECT_EQ(why, "transparent huge pages are off: /sys/kernel/mm/transparent_hugepage/enabled "
+                 "says never");
+  EXPECT_FALSE(hugePageCopyPays(TransparentHugePages::Unknown, gib, 16 * gib, why));
+  EXPECT_EQ(why, "transparent huge pages are not known here: "
+                 "/sys/kernel/mm/transparent_hugepage/enabled says unknown");
+
+  EXPECT_FALSE(hugePageCopyPays(TransparentHugePages::Madvise, 3 * gib + 1, 4 * gib, why));
+  EXPECT_EQ(why, "the packs (3.00 GiB) would take more than 3/4 of the available memory "
+                 "(4.00 GiB)");
+  EXPECT_FALSE(hugePageCopyPays(TransparentHugePages::Madvise, gib, 0, why));
+  EXPECT_EQ(why, "the packs (1.00 GiB) would take more than 3/4 of the available memory, which "
+                 "/proc/meminfo does not say");
+}
+
 constexpr const char *kSmaps =
     "7f0000000000-7f0000400000 r--p 00000000 00:00 0 \n"
     "Size:               4096 kB\n"

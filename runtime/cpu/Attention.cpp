@@ -187,10 +187,14 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
         // advance side by side, so that their additions overlap.
         for (int64_t g = 0; g < group; ++g) {
           const float *s = p + g * ss;
-          float m = s[0];
-          for (int64_t j = 1; j < context; ++j)
-            m = std::max(m, s[j]);
-          maxes[static_cast<size_t>(g)] = m;
+#ifdef VOLT_CPU_AVX512
+          if (avx512) {
+            maxes[static_cast<size_t>(g)] = detail::avx512::maxOf(s, context);
+            sums[static_cast<size_t>(g)] = 0.0f;
+            continue;
+          }
+#endif
+          maxes[static_cast<size_t>(g)] = *std::max_element(s, s + context);
           sums[static_cast<size_t>(g)] = 0.0f;
         }
         for (int64_t j = 0; j < context; ++j)
@@ -215,9 +219,12 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
                                    ss, group, dim, acc.data(), row.data());
         }
         uint16_t *o = out + (tile.first + i) * hq * dim + kvHead * group * dim;
-        for (int64_t g = 0; g < group; ++g)
+        for (int64_t g = 0; g < group; ++g) {
+          const float l = sums[static_cast<size_t>(g)];
           for (int64_t d = 0; d < dim; ++d)
-            o[g * dim + d] = floatToHalf(acc[g * dim + d] / sums[static_cast<size_t>(g)]);
+            acc[g * dim + d] /= l;
+        }
+        detail::floatToHalf(acc.data(), o, group * dim);
       }
     }
   });

@@ -145,6 +145,16 @@ void scoreRows(const float *k, int64_t n, const float *q, int64_t group, int64_t
       scores[g * scoresStride + j] = scoreRow(k + j * stride, q + g * dim, dim, scale);
 }
 
+float maxOf(const float *s, int64_t n) {
+  __m512 m = _mm512_set1_ps(s[0]);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
+  if (j < n)
+    m = _mm512_mask_max_ps(m, lanes(n - j), m, _mm512_maskz_loadu_ps(lanes(n - j), s + j));
+  return _mm512_reduce_max_ps(m);
+}
+
 void accumulateValues(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
                       int64_t pStride, int64_t group, int64_t dim, float *acc) {
   int64_t g = 0;

@@ -26,6 +26,10 @@ void convertRows(const uint16_t *k, int64_t kStride, int64_t n, int64_t dim, flo
 void scoreRows(const float *k, int64_t n, const float *q, int64_t group, int64_t dim, float scale,
                float *scores, int64_t scoresStride);
 
+/// The largest of s[0..n), n >= 1 (which of +0 and -0 when both are is
+/// left open: subtracted from a score, either gives the same bits).
+float maxOf(const float *s, int64_t n);
+
 /// acc[g * dim + d] += p[g * pStride + j] * v_j[d] for j < n in order, g <
 /// group, d < dim (each product rounded, then added), where v_j is the FP16
 /// row at v + j * vStride.

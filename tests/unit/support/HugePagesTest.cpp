@@ -87,6 +87,18 @@ TEST(HugePageCopy, HoldsTheBytesOnAHugePageBoundary) {
   EXPECT_LE((*copy)->hugeBytes(), uint64_t{6} << 20);
 }
 
+TEST(HugePageCopy, ALargeCopyTakenBySeveralThreadsHoldsEveryByte) {
+  // 37 huge pages and a partial one: enough pieces for the copy's helper
+  // threads, the last piece short.
+  std::vector<uint8_t> bytes((size_t{37} << 21) + 4097);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<uint8_t>((i * 0x9E3779B1u) >> 11);
+  auto copy = HugePageCopy::of(bytes, "test bytes");
+  ASSERT_TRUE(copy.ok()) << copy.message();
+  ASSERT_EQ((*copy)->bytes().size(), bytes.size());
+  EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), (*copy)->bytes().begin()));
+}
+
 TEST(HugePageCopy, OfNothingIsEmpty) {
   auto copy = HugePageCopy::of({}, "nothing");
   ASSERT_TRUE(copy.ok()) << copy.message();

@@ -189,8 +189,11 @@ Result<std::unique_ptr<HugePageCopy>> HugePageCopy::of(std::span<const uint8_t> 
 HugePageCopy::~HugePageCopy() { ::munmap(mapping_, mappingBytes_); }
 
 uint64_t HugePageCopy::hugeBytes() const {
-  return parseAnonHugeBytes(readWhole("/proc/self/smaps"), reinterpret_cast<uintptr_t>(mapping_),
-                            reinterpret_cast<uintptr_t>(mapping_) + mappingBytes_);
+  // The last huge page may reach past the bytes: count those it holds.
+  return std::min<uint64_t>(
+      size_,
+      parseAnonHugeBytes(readWhole("/proc/self/smaps"), reinterpret_cast<uintptr_t>(mapping_),
+                         reinterpret_cast<uintptr_t>(mapping_) + mappingBytes_));
 }
 
 } // namespace volt

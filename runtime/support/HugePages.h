@@ -80,7 +80,8 @@ public:
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   /// How many of the copy's bytes the kernel backs with huge pages now
-  /// (from /proc/self/smaps; 0 when that cannot be read).
+  /// (from /proc/self/smaps, at most bytes().size(); 0 when that cannot be
+  /// read).
   uint64_t hugeBytes() const;
 
 private:

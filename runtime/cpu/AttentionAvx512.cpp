@@ -160,33 +160,19 @@ void accumulateValues(const uint16_t *v, int64_t vStride, int64_t n, const float
   int64_t g = 0;
   for (; g + 8 <= group; g += 8)
     accumulateHeads<8>(v, vStride, n, p + g * pStride, pStride, dim, acc + g * dim);
-  const float *pg = p + g * pStride;
-  float *ag = acc + g * dim;
-  switch (group - g) {
-  case 1:
-    accumulateHeads<1>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  case 2:
-    accumulateHeads<2>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  case 3:
-    accumulateHeads<3>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  case 4:
-    accumulateHeads<4>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  case 5:
-    accumulateHeads<5>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  case 6:
-    accumulateHeads<6>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  case 7:
-    accumulateHeads<7>(v, vStride, n, pg, pStride, dim, ag);
-    break;
-  default:
-    break;
-  }
+  // The last group - g (< 8) heads.
+  using Heads =
+      void (*)(const uint16_t *, int64_t, int64_t, const float *, int64_t, int64_t, float *);
+  static constexpr Heads kRest[8] = {nullptr,
+                                     accumulateHeads<1>,
+                                     accumulateHeads<2>,
+                                     accumulateHeads<3>,
+                                     accumulateHeads<4>,
+                                     accumulateHeads<5>,
+                                     accumulateHeads<6>,
+                                     accumulateHeads<7>};
+  if (g < group)
+    kRest[group - g](v, vStride, n, p + g * pStride, pStride, dim, acc + g * dim);
 }
 
 } // namespace volt::cpu::detail::avx512

@@ -7,6 +7,7 @@
 #include "runtime/executor/CpuBackend.h"
 #include "runtime/serving/Generate.h"
 #include "runtime/serving/Session.h"
+#include "runtime/tools/CpuFlags.h"
 
 #include <CLI/CLI.hpp>
 
@@ -39,20 +40,8 @@ int main(int argc, char **argv) {
   app.add_option("--seed", seed, "sampling seed")->capture_default_str();
   app.add_flag("--ignore-eos", ignoreEos, "keep generating past end-of-sequence tokens");
   app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
-  std::string cpuNumerics = "reference";
-  app.add_option("--cpu-numerics", cpuNumerics,
-                 "cpu backend: reference (the bits the goldens and GPU kernels are checked "
-                 "against) or fast (BF16 activations and dot products; needs AVX512_BF16)")
-      ->check(CLI::IsMember({"reference", "fast"}))
-      ->capture_default_str();
-  std::string cpuWeights = "auto";
-  app.add_option("--cpu-weights", cpuWeights,
-                 "cpu backend: where the weights are read from: huge-pages (a copy in "
-                 "transparent huge pages, made at load), mapped (in place from the weight packs) "
-                 "or auto (huge-pages where the kernel has them and the packs take at most 3/4 "
-                 "of the available memory)")
-      ->check(CLI::IsMember({"auto", "huge-pages", "mapped"}))
-      ->capture_default_str();
+  volt::tools::CpuFlags cpuFlags;
+  cpuFlags.addTo(app);
   app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)");
   app.add_flag("--print-ids", printIds, "also print the generated token ids");
   app.add_flag("--no-verify-checksums", noVerify,
@@ -70,11 +59,7 @@ int main(int argc, char **argv) {
   volt::serving::SessionOptions options;
   options.backend = backend;
   options.threads = threads;
-  options.cpuNumerics =
-      cpuNumerics == "fast" ? volt::cpu::Numerics::Fast : volt::cpu::Numerics::Reference;
-  options.cpuWeights = cpuWeights == "huge-pages" ? volt::cpu::WeightMemory::HugePages
-                  : cpuWeights == "mapped"   ? volt::cpu::WeightMemory::Mapped
-                                             : volt::cpu::WeightMemory::Auto;
+  cpuFlags.applyTo(options);
   options.verifyChecksums = !noVerify;
   options.syntheticWeights = syntheticWeights;
   if (syntheticWeights)

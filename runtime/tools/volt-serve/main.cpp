@@ -8,6 +8,7 @@
 #include "runtime/server/Server.h"
 #include "runtime/server/ServerInfo.h"
 #include "runtime/serving/Session.h"
+#include "runtime/tools/CpuFlags.h"
 
 #include <CLI/CLI.hpp>
 
@@ -58,20 +59,8 @@ int serve(int argc, char **argv) {
                  "names the model answers to (default: the plan's served_model_name); the "
                  "first is the one responses report");
   app.add_option("--backend", backend, "auto, cpu or cuda")->capture_default_str();
-  std::string cpuNumerics = "reference";
-  app.add_option("--cpu-numerics", cpuNumerics,
-                 "cpu backend: reference (the bits the goldens and GPU kernels are checked "
-                 "against) or fast (BF16 activations and dot products; needs AVX512_BF16)")
-      ->check(CLI::IsMember({"reference", "fast"}))
-      ->capture_default_str();
-  std::string cpuWeights = "auto";
-  app.add_option("--cpu-weights", cpuWeights,
-                 "cpu backend: where the weights are read from: huge-pages (a copy in "
-                 "transparent huge pages, made at load), mapped (in place from the weight packs) "
-                 "or auto (huge-pages where the kernel has them and the packs take at most 3/4 "
-                 "of the available memory)")
-      ->check(CLI::IsMember({"auto", "huge-pages", "mapped"}))
-      ->capture_default_str();
+  volt::tools::CpuFlags cpuFlags;
+  cpuFlags.addTo(app);
   app.add_option("--threads", threads, "CPU threads for the cpu backend (0: all)")
       ->capture_default_str();
   app.add_option("--sampler-threads", samplerThreads,
@@ -236,11 +225,7 @@ int serve(int argc, char **argv) {
   volt::serving::SessionOptions sessionOptions;
   sessionOptions.backend = backend;
   sessionOptions.threads = threads;
-  sessionOptions.cpuNumerics =
-      cpuNumerics == "fast" ? volt::cpu::Numerics::Fast : volt::cpu::Numerics::Reference;
-  sessionOptions.cpuWeights = cpuWeights == "huge-pages" ? volt::cpu::WeightMemory::HugePages
-                  : cpuWeights == "mapped"   ? volt::cpu::WeightMemory::Mapped
-                                             : volt::cpu::WeightMemory::Auto;
+  cpuFlags.applyTo(sessionOptions);
   sessionOptions.samplerThreads = samplerThreads;
   sessionOptions.verifyChecksums = !noVerify;
   sessionOptions.syntheticWeights = syntheticWeights;

@@ -1,20 +1,25 @@
 //===- Simt.cpp - the fiber scheduler behind Simt.h -----------------------===//
 //
-// Fibers start with makecontext and, outside sanitizer builds, switch with
-// _setjmp/_longjmp: swapcontext saves and restores the signal mask, a
-// system call per switch, and a kernel's barriers and warp collectives
-// switch fibers millions of times per launch. A fiber starts once per
-// launch and runs the kernel for each block in turn (between blocks it
-// waits, suspended, for the scheduler to set the next block up).
-// AddressSanitizer follows swapcontext's stack switches, not longjmp's: it
-// keeps swapcontext everywhere.
+// Every thread of a block is a fiber with its own stack, started once per
+// launch: it runs the kernel for each block in turn (between blocks it
+// waits, suspended, for the scheduler to set the next block up). A fiber
+// that waits on a barrier (__syncthreads, a warp collective) switches
+// straight to the next thread that can run; only when none can does it
+// return to the scheduler, which then starts the next block or reports the
+// deadlock. A kernel's barriers and warp collectives switch fibers millions
+// of times per launch, so on x86-64 the switch is a dozen instructions of
+// our own (the callee-saved registers and the stack pointer). Measured on
+// the longest emulated test (EngineOverSimPreempting, a hybrid plan with
+// preemption, 2026-12-04): swapcontext, which makes a system call per
+// switch for the signal mask, 75 s; _setjmp/_longjmp by way of the
+// scheduler 26 s; this switch, straight to the next thread, 11 s.
+// Elsewhere, and under AddressSanitizer (which follows swapcontext's stack
+// switches, not ours), fibers switch with swapcontext; a test binary of
+// its own keeps that path checked.
 //
 //===----------------------------------------------------------------------===//
-// _FORTIFY_SOURCE's longjmp refuses jumps to another stack.
-#undef _FORTIFY_SOURCE
 #include "tests/unit/codegen/simt/Simt.h"
 
-#include <setjmp.h>
 #include <ucontext.h>
 
 #include <array>
@@ -31,15 +36,102 @@ namespace {
 constexpr size_t kStackBytes = 64 << 10;
 
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kJumpSwitch = false;
+#define VOLT_SIMT_OWN_SWITCH 0
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-constexpr bool kJumpSwitch = false;
-#else
-constexpr bool kJumpSwitch = true;
+#define VOLT_SIMT_OWN_SWITCH 0
 #endif
+#endif
+#if !defined(VOLT_SIMT_OWN_SWITCH)
+#if defined(__x86_64__)
+#define VOLT_SIMT_OWN_SWITCH 1
 #else
-constexpr bool kJumpSwitch = true;
+#define VOLT_SIMT_OWN_SWITCH 0
+#endif
+#endif
+
+#if VOLT_SIMT_OWN_SWITCH
+// voltSimtSwitch(save, load): pushes the System V callee-saved registers on
+// the current stack, stores the stack pointer in *save, takes `load` as the
+// stack pointer and pops the same registers from it, returning into the
+// other fiber. voltSimtStart is where a new fiber's first switch returns
+// to: it calls r13(r12), which never returns.
+extern "C" void voltSimtSwitch(void **save, void *load);
+extern "C" void voltSimtStart();
+asm(R"(
+  .text
+  .p2align 4
+  .globl voltSimtSwitch
+  .hidden voltSimtSwitch
+  .type voltSimtSwitch, @function
+voltSimtSwitch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size voltSimtSwitch, .-voltSimtSwitch
+
+  .p2align 4
+  .globl voltSimtStart
+  .hidden voltSimtStart
+  .type voltSimtStart, @function
+voltSimtStart:
+  movl %r12d, %edi
+  callq *%r13
+  ud2
+  .size voltSimtStart, .-voltSimtStart
+)");
+
+struct Context {
+  void *sp = nullptr;
+};
+
+void switchContext(Context &from, Context &to) { voltSimtSwitch(&from.sp, to.sp); }
+
+/// Prepares `context` so that the first switch to it calls entry(arg) on
+/// `stack`: the registers voltSimtSwitch pops, then voltSimtStart as the
+/// return address, placed so that entry starts with the stack aligned as
+/// after a call.
+void startContext(Context &context, char *stack, size_t bytes, void (*entry)(int), int arg,
+                  Context & /*scheduler*/) {
+  auto top = (reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t{15};
+  auto *slots = reinterpret_cast<uint64_t *>(top - 72);
+  // r15, r14, r13, r12, rbx, rbp, return address, (padding)
+  slots[0] = 0;
+  slots[1] = 0;
+  slots[2] = reinterpret_cast<uint64_t>(entry);
+  slots[3] = static_cast<uint64_t>(static_cast<uint32_t>(arg));
+  slots[4] = 0;
+  slots[5] = 0;
+  slots[6] = reinterpret_cast<uint64_t>(&voltSimtStart);
+  context.sp = slots;
+}
+#else
+struct Context {
+  ucontext_t context;
+};
+
+void switchContext(Context &from, Context &to) { swapcontext(&from.context, &to.context); }
+
+void startContext(Context &context, char *stack, size_t bytes, void (*entry)(int), int arg,
+                  Context &scheduler) {
+  getcontext(&context.context);
+  context.context.uc_stack.ss_sp = stack;
+  context.context.uc_stack.ss_size = bytes;
+  context.context.uc_link = &scheduler.context;
+  makecontext(&context.context, reinterpret_cast<void (*)()>(entry), 1, arg);
+}
 #endif
 
 struct Barrier {
@@ -49,11 +141,8 @@ struct Barrier {
 };
 
 struct Fiber {
-  ucontext_t context;
-  /// Where the fiber resumes (kJumpSwitch), once started.
-  jmp_buf jump;
-  bool started = false;
-  std::unique_ptr<char[]> stack;
+  Context context;
+  char *stack = nullptr;
   bool done = false;
   Barrier *waiting = nullptr;
   uint64_t waitGeneration = 0;
@@ -66,26 +155,48 @@ struct Fiber {
   unsigned exchanges = 0, mmas = 0;
 };
 
-struct MmaOperands {
-  uint32_t a0, a1, b0, b1;
-  float c[8];
+/// One mma.m8n8k4 of a warp: every lane's operands, converted to FP32 as
+/// they arrive, and the results, computed for the whole warp by the first
+/// lane that resumes after the barrier (each operand converted once, not
+/// once per product).
+struct WarpMma {
+  struct Lane {
+    float a[4], b[4];
+    float c[8];
+  };
+  std::array<Lane, 32> lanes;
+  bool computed = false;
+};
+
+/// One warp collective's values, and which collective each lane wrote last
+/// into this buffer: the lanes that take part in collective n are those
+/// whose round is n (a lane that has exited has an older one).
+struct WarpValues {
+  std::array<uint64_t, 32> values{};
+  std::array<unsigned, 32> rounds{};
+  WarpValues() { rounds.fill(~0u); }
 };
 
 struct Block {
   std::vector<Fiber> fibers;
-  ucontext_t scheduler;
-  jmp_buf schedulerJump;
+  Context scheduler;
   Barrier block;
   std::vector<Barrier> warps;
-  std::vector<std::array<uint64_t, 32>> exchange[2];
-  std::vector<std::array<bool, 32>> alive;
-  std::vector<std::array<MmaOperands, 32>> mma[2];
+  std::vector<WarpValues> exchange[2];
+  std::vector<WarpMma> mma[2];
   std::vector<uint8_t> shared;
   const std::function<void()> *kernel = nullptr;
   unsigned current = 0;
 };
 
 Block *g = nullptr;
+
+/// Fiber stacks, kept from one launch to the next (a launch of 256 threads
+/// would otherwise map 16 MiB and fault its pages in again).
+std::vector<std::unique_ptr<char[]>> &stackPool() {
+  static std::vector<std::unique_ptr<char[]>> pool;
+  return pool;
+}
 
 Fiber &self() { return g->fibers[g->current]; }
 unsigned warpOf(const Fiber &f) { return f.linear / 32; }
@@ -95,27 +206,33 @@ void release(Barrier &b) {
   ++b.generation;
 }
 
-/// Switches from fiber `f` to the scheduler, until it resumes `f`.
-[[gnu::noinline]] void suspend(Fiber &f) {
-  if (!kJumpSwitch)
-    swapcontext(&f.context, &g->scheduler);
-  else if (_setjmp(f.jump) == 0)
-    _longjmp(g->schedulerJump, 1);
+bool runnable(const Fiber &f) {
+  return !f.done && !(f.waiting && f.waiting->generation == f.waitGeneration);
 }
 
-/// Switches from the scheduler to fiber `f`, until it suspends or ends.
-[[gnu::noinline]] void resume(Block &state, Fiber &f) {
-  if (!kJumpSwitch) {
-    swapcontext(&state.scheduler, &f.context);
-    return;
-  }
-  if (_setjmp(state.schedulerJump) == 0) {
-    if (!f.started) {
-      f.started = true;
-      setcontext(&f.context);
+/// Makes fiber `i` the current thread and switches to it from `from`.
+void switchTo(Context &from, unsigned i) {
+  Fiber &next = g->fibers[i];
+  next.waiting = nullptr;
+  g->current = i;
+  threadIdx = next.index;
+  switchContext(from, next.context);
+}
+
+/// Switches from fiber `f`, which waits or has ended, to the next thread
+/// that can run (in turn after it), or to the scheduler when none can;
+/// returns when something switches back to `f`.
+[[gnu::noinline]] void suspend(Fiber &f) {
+  const auto threads = static_cast<unsigned>(g->fibers.size());
+  for (unsigned k = 1, i = g->current; k < threads; ++k) {
+    if (++i == threads)
+      i = 0;
+    if (runnable(g->fibers[i])) {
+      switchTo(f.context, i);
+      return;
     }
-    _longjmp(f.jump, 1);
   }
+  switchContext(f.context, g->scheduler);
 }
 
 void arrive(Barrier &b) {
@@ -137,16 +254,10 @@ void finish(Fiber &f) {
     if (b->arrived > 0 && b->arrived >= b->expected)
       release(*b);
   }
-  g->alive[warpOf(f)][f.linear % 32] = false;
 }
 
+/// A fiber's life: the kernel for each block of the launch in turn.
 void fiberMain(int index) {
-  if (!kJumpSwitch) {
-    (*g->kernel)();
-    finish(g->fibers[static_cast<size_t>(index)]);
-    return; // to uc_link, the scheduler
-  }
-  // Started once per launch: one block after another.
   for (;;) {
     (*g->kernel)();
     Fiber &f = g->fibers[static_cast<size_t>(index)];
@@ -155,8 +266,8 @@ void fiberMain(int index) {
   }
 }
 
-/// Runs every thread of one block to completion (a function of its own, so
-/// that no local of the caller lives across swapcontext).
+/// Runs every thread of one block until none can run: to completion, or to
+/// a deadlock, which aborts.
 void runBlock(Block &state, dim3 index, dim3 block) {
   const unsigned threads = block.x * block.y * block.z;
   const unsigned warps = (threads + 31) / 32;
@@ -167,7 +278,6 @@ void runBlock(Block &state, dim3 index, dim3 block) {
     state.exchange[buffer].assign(warps, {});
     state.mma[buffer].assign(warps, {});
   }
-  state.alive.assign(warps, {});
   for (unsigned i = 0; i < threads; ++i) {
     Fiber &f = state.fibers[i];
     f.done = false;
@@ -176,39 +286,16 @@ void runBlock(Block &state, dim3 index, dim3 block) {
     f.exchanges = f.mmas = 0;
     f.index = {i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
     state.warps[i / 32].expected++;
-    state.alive[i / 32][i % 32] = true;
-    if (kJumpSwitch && f.started)
-      continue;
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = &state.scheduler;
-    makecontext(&f.context, reinterpret_cast<void (*)()>(&fiberMain), 1, static_cast<int>(i));
   }
-  for (;;) {
-    bool progressed = false, allDone = true;
-    for (unsigned i = 0; i < threads; ++i) {
-      Fiber &f = state.fibers[i];
-      if (f.done)
-        continue;
-      allDone = false;
-      if (f.waiting && f.waiting->generation == f.waitGeneration)
-        continue;
-      f.waiting = nullptr;
-      state.current = i;
-      threadIdx = f.index;
-      resume(state, f);
-      progressed = true;
-    }
-    if (allDone)
-      break;
-    if (!progressed) {
-      std::fprintf(stderr,
-                   "simt: block (%u, %u, %u) deadlocked: threads wait on barriers that "
-                   "others never reach (a barrier in divergent code?)\n",
-                   index.x, index.y, index.z);
-      std::abort();
-    }
+  switchTo(state.scheduler, 0);
+  for (const Fiber &f : state.fibers) {
+    if (f.done)
+      continue;
+    std::fprintf(stderr,
+                 "simt: block (%u, %u, %u) deadlocked: threads wait on barriers that "
+                 "others never reach (a barrier in divergent code?)\n",
+                 index.x, index.y, index.z);
+    std::abort();
   }
 }
 
@@ -216,11 +303,23 @@ void runBlock(Block &state, dim3 index, dim3 block) {
 
 void launch(dim3 grid, dim3 block, size_t dynamicSharedBytes, const std::function<void()> &kernel) {
   const unsigned threads = block.x * block.y * block.z;
+  if (threads == 0 || grid.x * grid.y * grid.z == 0)
+    return;
   Block state;
   state.kernel = &kernel;
   state.fibers.resize(threads);
-  for (Fiber &f : state.fibers)
-    f.stack.reset(new char[kStackBytes]);
+  // A launch from inside a kernel's thread would find the pool's stacks in
+  // use: it gets stacks of its own.
+  std::vector<std::unique_ptr<char[]>> own;
+  std::vector<std::unique_ptr<char[]>> &stacks = g ? own : stackPool();
+  while (stacks.size() < threads)
+    stacks.emplace_back(new char[kStackBytes]);
+  for (unsigned i = 0; i < threads; ++i) {
+    Fiber &f = state.fibers[i];
+    f.stack = stacks[i].get();
+    startContext(f.context, f.stack, kStackBytes, &fiberMain, static_cast<int>(i),
+                 state.scheduler);
+  }
   state.shared.resize(dynamicSharedBytes + 16);
   gridDim = grid;
   blockDim = block;
@@ -253,34 +352,40 @@ unsigned lane() { return self().linear % 32; }
 void syncBlock() { arrive(g->block); }
 
 /// Publishes this lane's `value` to its warp and waits for every live lane;
-/// returns the warp's values.
-const std::array<uint64_t, 32> &publish(uint64_t value) {
+/// returns the warp's values, and the round that marks the lanes that took
+/// part.
+const WarpValues &publish(uint64_t value, unsigned &round) {
   Fiber &f = self();
   const unsigned w = warpOf(f), l = f.linear % 32;
-  std::array<uint64_t, 32> &values = g->exchange[f.exchanges++ & 1][w];
-  values[l] = value;
+  round = f.exchanges++;
+  WarpValues &warp = g->exchange[round & 1][w];
+  warp.values[l] = value;
+  warp.rounds[l] = round;
   arrive(g->warps[w]);
-  return values;
+  return warp;
 }
 
-uint64_t exchange(uint64_t value, unsigned source) { return publish(value)[source]; }
+uint64_t exchange(uint64_t value, unsigned source) {
+  unsigned round;
+  return publish(value, round).values[source];
+}
 
 uint32_t ballot(bool value) {
-  const std::array<uint64_t, 32> &values = publish(value);
-  const unsigned w = warpOf(self());
+  unsigned round;
+  const WarpValues &warp = publish(value, round);
   uint32_t mask = 0;
   for (unsigned i = 0; i < 32; ++i)
-    if (g->alive[w][i] && values[i])
+    if (warp.rounds[i] == round && warp.values[i])
       mask |= 1u << i;
   return mask;
 }
 
 uint32_t match(int value) {
-  const std::array<uint64_t, 32> &values = publish(static_cast<uint32_t>(value));
-  const unsigned w = warpOf(self());
+  unsigned round;
+  const WarpValues &warp = publish(static_cast<uint32_t>(value), round);
   uint32_t mask = 0;
   for (unsigned i = 0; i < 32; ++i)
-    if (g->alive[w][i] && values[i] == static_cast<uint32_t>(value))
+    if (warp.rounds[i] == round && warp.values[i] == static_cast<uint32_t>(value))
       mask |= 1u << i;
   return mask;
 }
@@ -288,30 +393,62 @@ uint32_t match(int value) {
 void mma(float (&c)[8], uint32_t a0, uint32_t a1, uint32_t b0, uint32_t b1) {
   Fiber &f = self();
   const unsigned w = warpOf(f), l = f.linear % 32;
-  std::array<MmaOperands, 32> &operands = g->mma[f.mmas++ & 1][w];
-  MmaOperands &mine = operands[l];
-  mine = {a0, a1, b0, b1, {}};
-  std::memcpy(mine.c, c, sizeof(c));
-  arrive(g->warps[w]);
-  // Quad pair of lane l: lanes 4q..4q+3 hold rows (and columns) 0-3,
-  // lanes 16+4q.. rows 4-7.
-  const unsigned q = (l >> 2) & 3;
-  auto laneOf = [&](int i) { return i < 4 ? 4 * q + i : 16 + 4 * q + (i - 4); };
+  WarpMma &warp = g->mma[f.mmas++ & 1][w];
+  WarpMma::Lane &mine = warp.lanes[l];
   auto half = [](uint32_t word, int which) {
     return halfToFloat(static_cast<uint16_t>(which ? word >> 16 : word & 0xFFFF));
   };
-  float d[8];
-  for (int i = 0; i < 8; ++i) {
-    const int row = static_cast<int>((l & 1) + ((l >> 4) << 2)) + (i & 2);
-    const int col = static_cast<int>(l & 2) + (i & 1) + (i & 4);
-    const MmaOperands &a = operands[static_cast<size_t>(laneOf(row))];
-    const MmaOperands &b = operands[static_cast<size_t>(laneOf(col))];
-    float acc = mine.c[i];
-    for (int k = 0; k < 4; ++k)
-      acc += half(k < 2 ? a.a0 : a.a1, k & 1) * half(k < 2 ? b.b0 : b.b1, k & 1);
-    d[i] = acc;
+  for (int k = 0; k < 2; ++k) {
+    mine.a[k] = half(a0, k);
+    mine.a[2 + k] = half(a1, k);
+    mine.b[k] = half(b0, k);
+    mine.b[2 + k] = half(b1, k);
   }
-  std::memcpy(c, d, sizeof(d));
+  std::memcpy(mine.c, c, sizeof(c));
+  // Every lane writes before the barrier opens and reads after it; this
+  // buffer is written again only after every lane has passed the next
+  // barrier, that is, has read its results.
+  warp.computed = false;
+  arrive(g->warps[w]);
+  if (!warp.computed) {
+    warp.computed = true;
+    // Each quad pair q multiplies its own 8x4 A by 4x8 B: row (and column)
+    // r of it sits in lane 4q + r for r < 4 and 16 + 4q + r - 4 above.
+    // Lane l holds D's rows (l & 1) + 4 (l >> 4) + {0, 2} and columns
+    // (l & 2) + {0, 1, 4, 5}, its i-th value at row +(i & 2), column
+    // +(i & 1) + (i & 4).
+    for (unsigned q = 0; q < 4; ++q) {
+      auto laneOf = [&](unsigned r) { return r < 4 ? 4 * q + r : 16 + 4 * q + (r - 4); };
+      float a[8][4], b[4][8], d[8][8];
+      for (unsigned r = 0; r < 8; ++r)
+        for (unsigned k = 0; k < 4; ++k) {
+          a[r][k] = warp.lanes[laneOf(r)].a[k];
+          b[k][r] = warp.lanes[laneOf(r)].b[k];
+        }
+      for (unsigned r = 0; r < 8; ++r) {
+        const unsigned lane = laneOf(r);
+        for (unsigned i = 0; i < 8; ++i) {
+          const unsigned row = (lane & 1) + ((lane >> 4) << 2) + (i & 2);
+          const unsigned col = (lane & 2) + (i & 1) + (i & 4);
+          d[row][col] = warp.lanes[lane].c[i];
+        }
+      }
+      // Products of FP16 values are exact in FP32; added in k order.
+      for (unsigned r = 0; r < 8; ++r)
+        for (unsigned k = 0; k < 4; ++k)
+          for (unsigned col = 0; col < 8; ++col)
+            d[r][col] += a[r][k] * b[k][col];
+      for (unsigned r = 0; r < 8; ++r) {
+        const unsigned lane = laneOf(r);
+        for (unsigned i = 0; i < 8; ++i) {
+          const unsigned row = (lane & 1) + ((lane >> 4) << 2) + (i & 2);
+          const unsigned col = (lane & 2) + (i & 1) + (i & 4);
+          warp.lanes[lane].c[i] = d[row][col];
+        }
+      }
+    }
+  }
+  std::memcpy(c, mine.c, sizeof(c));
 }
 
 } // namespace volt::sim

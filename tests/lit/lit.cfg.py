@@ -16,6 +16,13 @@ config.environment["PATH"] = os.pathsep.join(
 # Messages must not depend on the user's locale or terminal.
 config.environment["LC_ALL"] = "C"
 config.environment["NO_COLOR"] = "1"
+# One kernel cache for the suite, in the build tree: lit passes no HOME,
+# so without it every GPU compile would build its kernels from scratch,
+# the same kernels again in test after test. Entries are keyed by the
+# kernel's source, options, target and NVRTC version (a changed template
+# is compiled anew) and written atomically, so tests running at once may
+# share it; the first test to need a kernel still compiles it.
+config.environment["VOLT_KERNEL_CACHE"] = os.path.join(config.test_exec_root, "kernel-cache")
 
 config.substitutions.append(("%volt_src", config.volt_source_dir))
 config.substitutions.append(("%volt_bin", config.volt_binary_dir))

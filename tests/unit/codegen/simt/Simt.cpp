@@ -191,6 +191,12 @@ struct Block {
 
 Block *g = nullptr;
 
+} // namespace
+
+unsigned currentLane = 0;
+
+namespace {
+
 /// Fiber stacks, kept from one launch to the next (a launch of 256 threads
 /// would otherwise map 16 MiB and fault its pages in again).
 std::vector<std::unique_ptr<char[]>> &stackPool() {
@@ -216,6 +222,7 @@ void switchTo(Context &from, unsigned i) {
   next.waiting = nullptr;
   g->current = i;
   threadIdx = next.index;
+  currentLane = next.linear % 32;
   switchContext(from, next.context);
 }
 
@@ -347,7 +354,6 @@ void *dynamicSharedBytes() {
   return reinterpret_cast<void *>((p + 15) / 16 * 16);
 }
 
-unsigned lane() { return self().linear % 32; }
 
 void syncBlock() { arrive(g->block); }
 

@@ -70,8 +70,9 @@ void launch(dim3 grid, dim3 block, size_t dynamicSharedBytes, const std::functio
 void *dynamicSharedBytes();
 template <typename T> T *dynamicShared() { return static_cast<T *>(dynamicSharedBytes()); }
 
-/// This thread's lane in its warp.
-unsigned lane();
+/// The running thread's lane in its warp (set at every switch).
+extern unsigned currentLane;
+inline unsigned lane() { return currentLane; }
 /// __syncthreads.
 void syncBlock();
 

@@ -39,9 +39,9 @@ inline __mmask16 lowLanes(int64_t n) { return static_cast<__mmask16>((1u << n) -
 /// partial pair, zeros after them.
 template <typename Rows> struct Bf16Of {
   Rows rows;
-  void prefetch(int64_t r, int64_t p) const {
-    rows.prefetch(r, 2 * p, kPrefetchRows);
-    rows.prefetch(r, 2 * p + 1, kPrefetchRows);
+  [[gnu::always_inline]] void prefetch(int64_t r, int64_t p) const {
+    rows.prefetch(r, 2 * p);
+    rows.prefetch(r, 2 * p + 1);
   }
   __m512bh pair(int64_t r, int64_t p) const {
     return _mm512_cvtne2ps_pbh(rows.load(r, 2 * p + 1), rows.load(r, 2 * p));
@@ -81,7 +81,7 @@ const ScaledE2m1Bf16 &scaledE2m1Bf16(const float *e4m3) {
 template <> struct Bf16Of<Nvfp4Rows> {
   Nvfp4Rows rows;
   const ScaledE2m1Bf16 *table;
-  void prefetch(int64_t r, int64_t p) const { rows.prefetch(r, 2 * p, kPrefetchRows); }
+  [[gnu::always_inline]] void prefetch(int64_t r, int64_t p) const { rows.prefetch(r, 2 * p); }
   __m512bh pair(int64_t r, int64_t p) const {
     const uint8_t *scale = rows.scales + r * (rows.cols / 16) + 2 * p;
     const __m512i values = _mm512_inserti64x4(
@@ -147,7 +147,8 @@ void kernel(const Rows &rows, int64_t cols, const uint16_t *x, int64_t xStride, 
   for (int64_t p = 0; p < pairs; ++p) {
     __m512bh w[R];
     for (int r = 0; r < R; ++r) {
-      rows.prefetch(r, p);
+      if constexpr (T >= 2) // as the Body's kernel
+        rows.prefetch(r, p);
       w[r] = rows.pair(r, p);
     }
     step(p, w);
@@ -168,7 +169,7 @@ void kernel(const Rows &rows, int64_t cols, const uint16_t *x, int64_t xStride, 
 template <typename Rows> struct SpreadPairs {
   Rows rows;
   int64_t span;
-  void prefetch(int64_t r, int64_t p) const { rows.prefetch(r * span, p); }
+  [[gnu::always_inline]] void prefetch(int64_t r, int64_t p) const { rows.prefetch(r * span, p); }
   __m512bh pair(int64_t r, int64_t p) const { return rows.pair(r * span, p); }
   __m512bh pairTail(int64_t r, int64_t p, int64_t rest) const {
     return rows.pairTail(r * span, p, rest);

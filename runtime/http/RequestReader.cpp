@@ -55,6 +55,11 @@ struct RequestReader::Impl {
   std::optional<bhttp::request_parser<bhttp::string_body>> parser;
   bool headerChecked = false;
   bool continueWanted = false;
+  /// The header section as checked. A chunked body's trailer fields, which
+  /// Beast adds to the message's fields, are read and dropped: they are not
+  /// in here.
+  Headers headers;
+  bool keepAlive = false;
   LayerError error;
 
   void reset() {
@@ -62,9 +67,13 @@ struct RequestReader::Impl {
     parser->header_limit(static_cast<std::uint32_t>(
         std::min<size_t>(limits.maxHeaderBytes, std::numeric_limits<std::uint32_t>::max())));
     parser->body_limit(limits.maxBodyBytes);
-    parser->eager(true);
+    // The header section alone first (eager once it is checked), so that
+    // nothing after it, trailers included, is in the message when it is.
+    parser->eager(false);
     headerChecked = false;
     continueWanted = false;
+    headers.clear();
+    keepAlive = false;
   }
 
   Step fail(int status, std::string code, std::string message) {
@@ -89,8 +98,9 @@ struct RequestReader::Impl {
     return fail(400, "malformed", "malformed HTTP request: " + ec.message());
   }
 
-  /// What Beast leaves to the server.
-  Step checkHeader() {
+  /// What Beast leaves to the server. `bodyBegun`: bytes after the header
+  /// section arrived with it.
+  Step checkHeader(bool bodyBegun) {
     const auto &msg = parser->get();
     if (msg.version() != 10 && msg.version() != 11)
       return fail(505, "bad_version", "only HTTP/1.0 and HTTP/1.1 are supported");
@@ -123,10 +133,16 @@ struct RequestReader::Impl {
         return fail(400, "bad_framing", "Transfer-Encoding: only 'chunked' is supported");
     }
     auto expect = msg.find(bhttp::field::expect);
+    // A server may omit 100 Continue once the body has begun (RFC 9110
+    // 10.1.1).
     continueWanted = msg.version() == 11 && expect != msg.end() &&
                      equalsIgnoreCase(trim(expect->value()), "100-continue") &&
-                     !parser->is_done();
+                     !parser->is_done() && !bodyBegun;
+    for (const auto &f : msg)
+      headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    keepAlive = msg.version() == 11 && msg.keep_alive();
     headerChecked = true;
+    parser->eager(true);
     return Step::Headers;
   }
 };
@@ -146,21 +162,29 @@ RequestReader::Step RequestReader::feed(std::string_view data, size_t &used) {
     size_t n = r.parser->put(net::buffer(data.data() + used, data.size() - used), ec);
     used += n;
     if (ec == bhttp::error::need_more) {
-      if (n == 0)
+      if (n == 0) {
+        // Beast bounds the header section itself; after it, what it waits
+        // for whole is a chunk-size line or the trailer section.
+        if (r.headerChecked && data.size() - used > r.limits.maxHeaderBytes)
+          return r.fail(431, "header_too_large",
+                        "a chunk-size line or the trailer section is larger than the limit of " +
+                            std::to_string(r.limits.maxHeaderBytes) +
+                            " bytes (--max-header-bytes)");
         return Step::NeedMore;
+      }
       ec = {};
     }
     if (ec)
       return r.parseError(ec);
     if (!r.headerChecked && r.parser->is_header_done())
-      return r.checkHeader(); // Headers, or Failed
+      return r.checkHeader(used < data.size()); // Headers, or Failed
     if (r.parser->is_done())
       return Step::Complete;
     if (n == 0)
       return Step::NeedMore;
   }
   if (!r.headerChecked && r.parser->is_header_done())
-    return r.checkHeader();
+    return r.checkHeader(false);
   if (r.headerChecked && r.parser->is_done())
     return Step::Complete;
   return Step::NeedMore;
@@ -189,8 +213,11 @@ Request RequestReader::partial() const {
     r.target = std::string(msg.target());
     r.path = r.target.substr(0, r.target.find('?'));
     r.version = int(msg.version());
-    for (const auto &f : msg)
-      r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    if (i.headerChecked)
+      r.headers = i.headers;
+    else // refused at the header check: what was read, for the log
+      for (const auto &f : msg)
+        r.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
   }
   return r;
 }
@@ -199,7 +226,7 @@ Request RequestReader::take(bool &keepAlive) {
   Request r = partial();
   bhttp::request<bhttp::string_body> msg = impl_->parser->release();
   r.body = std::move(msg.body());
-  keepAlive = msg.version() == 11 && msg.keep_alive();
+  keepAlive = impl_->keepAlive;
   impl_->reset();
   return r;
 }

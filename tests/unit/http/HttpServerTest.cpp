@@ -488,5 +488,96 @@ TEST(RequestReader, FinishMidRequestIsAnError) {
   EXPECT_EQ(fresh.finish(), RequestReader::Step::NeedMore);
 }
 
+// Feeds `text` in pieces of `piece` bytes as a connection does; returns the
+// last step and leaves the reader where that step left it.
+RequestReader::Step feedInPieces(RequestReader &r, const std::string &text, size_t piece) {
+  std::string buffer;
+  size_t sent = 0;
+  RequestReader::Step s = RequestReader::Step::NeedMore;
+  while (sent < text.size()) {
+    size_t n = std::min(piece, text.size() - sent);
+    buffer += text.substr(sent, n);
+    sent += n;
+    for (;;) {
+      size_t used = 0;
+      s = r.feed(buffer, used);
+      buffer.erase(0, used);
+      if (s == RequestReader::Step::Failed || s == RequestReader::Step::Complete)
+        return s;
+      if (s == RequestReader::Step::NeedMore)
+        break;
+    }
+  }
+  return s;
+}
+
+TEST(RequestReader, TrailersAreNotHeaders) {
+  // A chunked body's trailer fields are read and dropped (as h11 and
+  // uvicorn do): they are not headers, so they can neither add to the
+  // header count after it was checked nor stand in for a header such as
+  // Host or Authorization. The same however the bytes arrive.
+  std::string text = "POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabc\r\n0\r\nHost: evil\r\nAuthorization: Bearer t\r\n";
+  for (int i = 0; i < 20; ++i)
+    text += "X-T" + std::to_string(i) + ": v\r\n";
+  text += "\r\n";
+  HttpLimits limits;
+  limits.maxHeaders = 16;
+  for (size_t piece : {size_t(1), size_t(60), text.size()}) {
+    RequestReader r{limits};
+    ASSERT_EQ(feedInPieces(r, text, piece), RequestReader::Step::Complete)
+        << piece << ": " << r.error().message;
+    bool keepAlive = false;
+    Request req = r.take(keepAlive);
+    EXPECT_EQ(req.body, "abc");
+    EXPECT_TRUE(keepAlive);
+    ASSERT_EQ(req.headers.size(), 2u) << piece;
+    EXPECT_EQ(findHeader(req.headers, "Host"), "h");
+    EXPECT_EQ(findHeader(req.headers, "Authorization"), "");
+    // A framing field in the trailers is refused (RFC 9110 6.5.1), also
+    // however the bytes arrive.
+    RequestReader framing{limits};
+    std::string withLength = text;
+    withLength.insert(withLength.size() - 2, "Content-Length: 99\r\n");
+    ASSERT_EQ(feedInPieces(framing, withLength, piece), RequestReader::Step::Failed) << piece;
+    EXPECT_EQ(framing.error().code, "bad_framing");
+  }
+}
+
+TEST(RequestReader, ChunkLinesAndTrailersAreBoundedByTheHeaderLimit) {
+  // A chunk-size line (its extensions) and the trailer section are read
+  // whole before any of it is taken, so without a bound a client could
+  // make the connection buffer without end until the body timeout.
+  HttpLimits limits;
+  limits.maxHeaderBytes = 1024;
+  const std::string head = "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string &open : {head + "3;ext=", head + "3\r\nabc\r\n0\r\nX-A: "}) {
+    RequestReader r{limits};
+    std::string text = open + std::string(8192, 'a');
+    ASSERT_EQ(feedInPieces(r, text, 100), RequestReader::Step::Failed) << open;
+    EXPECT_EQ(r.error().status, 431);
+    EXPECT_EQ(r.error().code, "header_too_large");
+  }
+  // Within the bound both are fine.
+  RequestReader r{limits};
+  std::string text = head + "3;ext=" + std::string(500, 'e') + "\r\nabc\r\n0\r\nX-A: " +
+                     std::string(500, 'a') + "\r\n\r\n";
+  ASSERT_EQ(feedInPieces(r, text, 100), RequestReader::Step::Complete) << r.error().message;
+}
+
+TEST(RequestReader, ContinueIsNotAskedForWhenTheBodyHasBegun) {
+  RequestReader waiting{HttpLimits{}};
+  size_t used = 0;
+  EXPECT_EQ(waiting.feed("POST / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n",
+                         used),
+            RequestReader::Step::Headers);
+  EXPECT_TRUE(waiting.expectsContinue());
+  RequestReader sending{HttpLimits{}};
+  EXPECT_EQ(sending.feed("POST / HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\nab",
+                         used),
+            RequestReader::Step::Headers);
+  EXPECT_FALSE(sending.expectsContinue());
+}
+
 } // namespace
 } // namespace volt::http

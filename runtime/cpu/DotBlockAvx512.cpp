@@ -47,9 +47,9 @@ void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n) {
 
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
-                   int64_t outStride, bool fma) {
+                   int64_t outStride, float *xPacked, bool fma) {
   tokensLoop(Nvfp4Rows{packed, scales, cols, &scaledE2m1(e4m3)}, rows, cols, x, xStride, tokens,
-             out, outStride, fma);
+             out, outStride, fma, xPacked);
 }
 
 void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,

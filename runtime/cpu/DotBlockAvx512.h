@@ -29,10 +29,12 @@ void dotBlockFp8(const uint8_t *w, int64_t rows, int64_t cols, const float *x, i
 /// detail::fp8ToHalfScaled, 16 bytes at a time.
 void fp8ToHalfScaled(const uint8_t *in, uint16_t *out, int64_t n);
 
-/// `e4m3` is the FP32 value of each E4M3 byte; `cols` a multiple of 16.
+/// `e4m3` is the FP32 value of each E4M3 byte; `cols` a multiple of 16;
+/// `xPacked` room for 8 * 16 * ceil(cols / 16) floats, where up to 8 tokens
+/// at a time are packed (DotBlockAvx512Body.inc's tokensLoop).
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
-                   int64_t outStride, bool fma = false);
+                   int64_t outStride, float *xPacked, bool fma = false);
 
 /// decodeNvfp4Row over `rows` consecutive rows into out [rows, cols].
 void decodeNvfp4Rows(const uint8_t *packed, const uint8_t *scales, const float *e4m3,
@@ -45,6 +47,6 @@ namespace volt::cpu::detail::avx512vbmi {
 /// avx512::dotBlockNvfp4 on CPUs with AVX-512 VBMI too (the same bits).
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
-                   int64_t outStride, bool fma = false);
+                   int64_t outStride, float *xPacked, bool fma = false);
 
 } // namespace volt::cpu::detail::avx512vbmi

@@ -23,9 +23,9 @@ namespace volt::cpu::detail::avx512vbmi {
 
 void dotBlockNvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
-                   int64_t outStride, bool fma) {
+                   int64_t outStride, float *xPacked, bool fma) {
   tokensLoop(Nvfp4Rows{packed, scales, cols, &scaledE2m1(e4m3)}, rows, cols, x, xStride, tokens,
-             out, outStride, fma);
+             out, outStride, fma, xPacked);
 }
 
 } // namespace volt::cpu::detail::avx512vbmi

@@ -347,7 +347,12 @@ struct Avx512VbmiBody : Avx512Body {
 struct Avx2Body {
   static constexpr auto f32 = avx2::dotBlockF32;
   static constexpr auto f16 = avx2::dotBlockF16;
-  static constexpr auto nvfp4 = avx2::dotBlockNvfp4;
+  static void nvfp4(const uint8_t *packed, const uint8_t *scales, const float *e4m3, int64_t rows,
+                    int64_t cols, const float *x, int64_t xStride, int64_t tokens, float *out,
+                    int64_t outStride, float * /*xPacked: not used*/, bool fma) {
+    avx2::dotBlockNvfp4(packed, scales, e4m3, rows, cols, x, xStride, tokens, out, outStride,
+                        fma);
+  }
   static constexpr auto decodeNvfp4 = avx2::decodeNvfp4Rows;
   static constexpr auto fp8 = avx2::dotBlockFp8;
   static constexpr auto fp8ToHalves = avx2::fp8ToHalfScaled;
@@ -370,8 +375,13 @@ void dotBlockIn(const WeightRows &w, int64_t rows, const float *x, int64_t xStri
   case WeightRows::Format::Nvfp4: {
     const auto *packed = static_cast<const uint8_t *>(w.data);
     if (tokens <= kDecodeInRegistersTokens) {
+      // Room for 8 tokens' activations packed (avx512::dotBlockNvfp4), on
+      // a cache line's start: its 64-byte loads then never straddle two.
+      scratch.resize(static_cast<size_t>(8 * ((cols + 15) / 16 * 16) + 16));
+      float *xPacked = scratch.data();
+      xPacked += (64 - reinterpret_cast<uintptr_t>(xPacked) % 64) % 64 / sizeof(float);
       Body::nvfp4(packed, w.scales, e4m3Values(), rows, cols, x, xStride, tokens, out, outStride,
-                  fma);
+                  xPacked, fma);
       return;
     }
     scratch.resize(static_cast<size_t>(rows * cols));

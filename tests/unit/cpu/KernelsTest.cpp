@@ -257,7 +257,8 @@ TEST(Kernels, DotBlockMatchesDotOfTheDecodedRowOnEveryPath) {
         const int64_t allRows = 21, first = 2;
         BlockWeights w(format, allRows, cols, rng);
         for (int64_t rows : {1, 3, 4, 7, 8, 13, 19}) {
-          for (int64_t tokens : {1, 2, 3, 4, 5, 9}) {
+          // NVFP4 rows take up to 8 tokens a pass, 3 or 4 rows a kernel.
+          for (int64_t tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
             const int64_t xStride = cols + 5, outStride = tokens + 2;
             // FP16 values, as every GEMM passes, for the rows whose products
             // are then exact (where dotBlock fuses them); F32 rows with any.
@@ -468,7 +469,7 @@ TEST(Kernels, DotBlockFmaFusesEachProductOnEveryPath) {
         lengths = {1, 15, 37, 1041};
       for (int64_t cols : lengths) {
         BlockWeights bw(format, 13, cols, rng);
-        for (int64_t tokens : {1, 3, 4, 5, 9}) {
+        for (int64_t tokens : {1, 3, 4, 5, 6, 7, 8, 9}) {
           const int64_t xStride = cols + 3, outStride = tokens + 1;
           std::vector<float> xs(static_cast<size_t>(tokens * xStride));
           for (auto &v : xs)

@@ -67,14 +67,21 @@ void moeCombine(const MoeCombineParams &params, const uint16_t *in, const int32_
                 const float *weights, uint16_t *out, ThreadPool &pool) {
   const int64_t k = params.topK, dim = params.dim, pairs = params.tokens * params.topK;
   assert(k > 0 && dim > 0 && params.tokens >= 0);
-  std::vector<int32_t> rowOfPair(static_cast<size_t>(pairs));
+  // The calling thread's buffer, named through a reference so that the
+  // workers read this thread's.
+  static thread_local std::vector<int32_t> rowBuffer;
+  std::vector<int32_t> &rowOfPair = rowBuffer;
+  rowOfPair.resize(static_cast<size_t>(pairs));
   for (int64_t j = 0; j < pairs; ++j) {
     assert(order[j] >= 0 && order[j] < pairs);
     rowOfPair[static_cast<size_t>(order[j])] = static_cast<int32_t>(j);
   }
   pool.parallelFor(
       params.tokens, std::max<int64_t>(1, 4096 / dim), [&](int64_t begin, int64_t end) {
-        std::vector<float> acc(static_cast<size_t>(dim)), row(static_cast<size_t>(dim));
+        static thread_local std::vector<float> accScratch, rowScratch;
+        std::vector<float> &acc = accScratch, &row = rowScratch;
+        acc.resize(static_cast<size_t>(dim));
+        row.resize(static_cast<size_t>(dim));
         for (int64_t t = begin; t < end; ++t) {
           std::fill(acc.begin(), acc.end(), 0.0f);
           for (int64_t slot = 0; slot < k; ++slot) {
@@ -83,14 +90,13 @@ void moeCombine(const MoeCombineParams &params, const uint16_t *in, const int32_
             detail::axpy(weights[t * k + slot], row.data(), acc.data(), dim);
           }
           uint16_t *o = out + t * dim;
+          // Rounded to FP16 by the batch conversion (the scalar one's bits).
           if (params.accumulate) {
             detail::halfToFloat(o, row.data(), dim);
             for (int64_t i = 0; i < dim; ++i)
-              o[i] = floatToHalf(row[static_cast<size_t>(i)] + acc[static_cast<size_t>(i)]);
-          } else {
-            for (int64_t i = 0; i < dim; ++i)
-              o[i] = floatToHalf(acc[static_cast<size_t>(i)]);
+              acc[static_cast<size_t>(i)] += row[static_cast<size_t>(i)];
           }
+          detail::floatToHalf(acc.data(), o, dim);
         }
       });
 }

@@ -4,6 +4,7 @@
 #include "runtime/cpu/Kernels.h"
 #include "runtime/numerics/Half.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -31,9 +32,11 @@ void ropeCosSin(int64_t position, const std::vector<float> &invFreq, float *cos,
 
 namespace {
 
-/// Normalises (when weight is given) and rotates one head in place.
+/// Normalises (when weight is given) and rotates one head in place; x and y
+/// are dim floats of scratch. Each output is rounded to FP16 by the batch
+/// conversion (the scalar one's bits).
 void transformHead(uint16_t *head, int64_t dim, int64_t rotary, const float *weight, float eps,
-                   const float *cos, const float *sin, float *x) {
+                   const float *cos, const float *sin, float *x, float *y) {
   detail::halfToFloat(head, x, dim);
   if (weight) {
     float meanSquare = detail::sumSquares(x, dim) / static_cast<float>(dim);
@@ -44,11 +47,70 @@ void transformHead(uint16_t *head, int64_t dim, int64_t rotary, const float *wei
   int64_t half = rotary / 2;
   for (int64_t i = 0; i < half; ++i) {
     float x1 = x[i], x2 = x[i + half];
-    head[i] = floatToHalf(x1 * cos[i] - x2 * sin[i]);
-    head[i + half] = floatToHalf(x2 * cos[i] + x1 * sin[i]);
+    y[i] = x1 * cos[i] - x2 * sin[i];
+    y[i + half] = x2 * cos[i] + x1 * sin[i];
   }
   for (int64_t i = rotary; i < dim; ++i)
-    head[i] = floatToHalf(x[i]);
+    y[i] = x[i];
+  detail::floatToHalf(y, head, dim);
+}
+
+/// The cos and sin of a step's angles (ropeCosSin of each token's
+/// position), kept in the calling thread between calls: every layer of a
+/// step asks for the same positions, and each angle costs a cos and a sin
+/// in double.
+struct RopeTable {
+  float theta = 0;
+  int64_t rotary = 0;
+  std::vector<int32_t> positions;
+  std::vector<float> cos, sin; // [token][rotary / 2]
+};
+
+const RopeTable &ropeTable(const int32_t *positions, int64_t tokens, int64_t rotary, float theta,
+                           ThreadPool &pool) {
+  // Named through a reference, so that the workers' lambda below fills
+  // this thread's table, not their own.
+  static thread_local RopeTable buffer;
+  RopeTable &table = buffer;
+  if (table.theta == theta && table.rotary == rotary &&
+      table.positions.size() == static_cast<size_t>(tokens) &&
+      std::equal(positions, positions + tokens, table.positions.begin()))
+    return table;
+  const int64_t half = rotary / 2;
+  table.theta = theta;
+  table.rotary = rotary;
+  table.positions.assign(positions, positions + tokens);
+  table.cos.resize(static_cast<size_t>(tokens * half));
+  table.sin.resize(table.cos.size());
+  const std::vector<float> inv = ropeInverseFrequencies(rotary, theta);
+  pool.parallelFor(tokens, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      assert(positions[t] >= 0);
+      ropeCosSin(positions[t], inv, table.cos.data() + t * half, table.sin.data() + t * half);
+    }
+  });
+  return table;
+}
+
+/// A thread's head buffers, kept across ops.
+struct HeadScratch {
+  std::vector<float> x, y;
+};
+HeadScratch &headScratch() {
+  static thread_local HeadScratch scratch;
+  return scratch;
+}
+
+/// The norm weight in FP32 in the calling thread's buffer `slot` (0: q,
+/// 1: k), or null without one.
+const float *normWeight(const uint16_t *weight, int64_t dim, int slot) {
+  static thread_local std::vector<float> buffers[2];
+  if (!weight)
+    return nullptr;
+  std::vector<float> &w = buffers[slot];
+  w.resize(static_cast<size_t>(dim));
+  detail::halfToFloat(weight, w.data(), dim);
+  return w.data();
 }
 
 } // namespace
@@ -60,29 +122,20 @@ void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *po
   const int64_t rowElems = (params.numHeads + 2 * params.numKvHeads) * dim;
   const int64_t rotary = params.rotaryDim > 0 ? params.rotaryDim : dim;
   assert(rotary % 2 == 0 && rotary <= dim);
-  std::vector<float> inv = ropeInverseFrequencies(rotary, params.ropeTheta);
-  std::vector<float> qWeight, kWeight;
-  if (qNorm) {
-    qWeight.resize(static_cast<size_t>(dim));
-    detail::halfToFloat(qNorm, qWeight.data(), dim);
-  }
-  if (kNorm) {
-    kWeight.resize(static_cast<size_t>(dim));
-    detail::halfToFloat(kNorm, kWeight.data(), dim);
-  }
+  const RopeTable &table = ropeTable(positions, params.tokens, rotary, params.ropeTheta, pool);
+  const float *qWeight = normWeight(qNorm, dim, 0);
+  const float *kWeight = normWeight(kNorm, dim, 1);
+  const int64_t half = rotary / 2;
   pool.parallelFor(params.tokens, 4, [&](int64_t begin, int64_t end) {
-    std::vector<float> cos(static_cast<size_t>(rotary / 2)), sin(cos.size()),
-        x(static_cast<size_t>(dim));
+    HeadScratch &s = headScratch();
+    s.x.resize(static_cast<size_t>(dim));
+    s.y.resize(static_cast<size_t>(dim));
     for (int64_t t = begin; t < end; ++t) {
-      assert(positions[t] >= 0);
-      ropeCosSin(positions[t], inv, cos.data(), sin.data());
       uint16_t *row = qkv + t * rowElems;
       for (int64_t h = 0; h < params.numHeads + params.numKvHeads; ++h) {
-        bool isQ = h < params.numHeads;
-        const float *w =
-            isQ ? (qNorm ? qWeight.data() : nullptr) : (kNorm ? kWeight.data() : nullptr);
-        transformHead(row + h * dim, dim, rotary, w, params.eps, cos.data(), sin.data(),
-                      x.data());
+        const float *w = h < params.numHeads ? qWeight : kWeight;
+        transformHead(row + h * dim, dim, rotary, w, params.eps, table.cos.data() + t * half,
+                      table.sin.data() + t * half, s.x.data(), s.y.data());
       }
     }
   });

@@ -21,7 +21,7 @@
 int main(int argc, char **argv) {
   CLI::App app{"volt-run: generate text from a compiled plan"};
   std::string planPath, prompt, promptIds, chat, backend = "auto";
-  int maxTokens = 64, threads = 0, topK = 0;
+  int maxTokens = 64, threads = 0, topK = 0, warmup = 0;
   float temperature = 0.0f, topP = 1.0f, minP = 0.0f;
   uint64_t seed = 0;
   bool ignoreEos = false, printIds = false, noVerify = false, syntheticWeights = false;
@@ -50,6 +50,12 @@ int main(int argc, char **argv) {
                "benchmarking only: load the plan without its weight packs and fill the GPU's "
                "weight memory with pseudo-random values (cuda backend; the output is "
                "meaningless text)");
+  app.add_option("--warmup", warmup,
+                 "benchmarking: first run this many throwaway generations of one token on the "
+                 "prompt reversed (no prefix of the prompt is cached), so that the timed one "
+                 "runs warm")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   bool profileOps = false;
   app.add_flag("--profile-ops", profileOps,
                "cpu backend: print the time rank 0 spent in each op kind, for decode steps "
@@ -152,6 +158,22 @@ int main(int argc, char **argv) {
   sampling.seed = seed;
   sampling.maxTokens = maxTokens;
   sampling.ignoreEos = ignoreEos;
+  if (warmup > 0) {
+    // Buffers first touched, scratch grown, caches filled: what a server
+    // has done long before, and what llama-bench's and the HF script's
+    // warm-up runs do.
+    std::vector<int32_t> reversed(tokens.rbegin(), tokens.rend());
+    volt::engine::SamplingParams once = sampling;
+    once.maxTokens = 1;
+    for (int i = 0; i < warmup; ++i) {
+      auto w = volt::serving::generate(s, reversed, once, [](const std::string &) {});
+      if (!w) {
+        std::fprintf(stderr, "volt-run: error: warm-up: %s\n", w.message().c_str());
+        return 1;
+      }
+    }
+    opTimes.clear();
+  }
   auto generation = volt::serving::generate(
       s, tokens, sampling, [](const std::string &text) { std::cout << text << std::flush; });
   std::cout << std::endl;

@@ -26,7 +26,8 @@
 # code before it in the same run.
 #
 # Each round runs, one after the other: volt-run on each plan (32-token
-# prompt, 64 greedy tokens; BF16 and mixed also with --cpu-numerics fast,
+# prompt, 64 greedy tokens, after a warm-up generation: --warmup 1; BF16
+# and mixed also with --cpu-numerics fast,
 # recorded as "fast-..."), llama-bench on each GGUF (pp32, pp2000, tg64),
 # HF eager bf16 (tests/bench/cpu/hf_decode.py), volt-run's first token of a
 # 2000-token prompt (BF16 in both numerics, mixed in fast; the plans take
@@ -95,10 +96,18 @@ port=$((20000 + RANDOM % 20000))
 # record NAME VALUE: one measurement of this round.
 record() { echo "$1 $2" >> "$results"; }
 
+# volt-run's timed prompt runs warm, after one throwaway generation, as
+# llama-bench's (its warm-up run) and the HF script's do; an OLD_BIN from
+# before --warmup runs cold.
+warmup_flag() { # BIN_DIR
+  if "$1/volt-run" --help 2>&1 | grep -q -- '--warmup'; then echo "--warmup 1"; fi
+}
+
 volt_single() { # FORMAT [BIN_DIR NAME [NUMERICS]]
   local err dir=${2:-$bin} name=${3:-volt} numerics=()
   [[ -n ${4:-} ]] && numerics=(--cpu-numerics "$4")
   err=$("$dir/volt-run" --threads "$threads" --prompt-ids "$prompt" --max-tokens 64 --ignore-eos \
+          $(warmup_flag "$dir") \
           "${numerics[@]}" "$work/plan-$1/plan.vplan" 2>&1 > /dev/null | tail -1)
   record "$name-$1-decode" "$(sed -n 's/.* \([0-9.]*\) tokens\/s after it.*/\1/p' <<< "$err")"
   record "$name-$1-prompt-ms" "$(sed -n 's/.*time to first token \([0-9.]*\) ms.*/\1/p' <<< "$err")"
@@ -108,6 +117,7 @@ volt_long() { # FORMAT [NAME NUMERICS]: the first token of a 2000-token prompt
   local err name=${2:-volt} numerics=()
   [[ -n ${3:-} ]] && numerics=(--cpu-numerics "$3")
   err=$("$bin/volt-run" --threads "$threads" --prompt-ids "$long_prompt" --max-tokens 1 \
+          $(warmup_flag "$bin") \
           --ignore-eos "${numerics[@]}" "$work/plan-$1/plan.vplan" 2>&1 > /dev/null | tail -1)
   record "$name-$1-prompt2000-ms" \
     "$(sed -n 's/.*time to first token \([0-9.]*\) ms.*/\1/p' <<< "$err")"

@@ -10,18 +10,32 @@
 #include <vector>
 
 namespace volt::cpu {
+namespace {
+
+/// A thread's row buffers, kept across ops (no allocation in the step once
+/// it has run at its largest shape).
+std::vector<float> &rowScratch(int slot, int64_t size) {
+  static thread_local std::vector<float> buffers[2];
+  std::vector<float> &b = buffers[slot];
+  b.resize(static_cast<size_t>(size));
+  return b;
+}
+
+} // namespace
 
 void siluMul(const SiluMulParams &params, const uint16_t *in, uint16_t *out, ThreadPool &pool) {
   const int64_t dim = params.dim;
   assert(dim > 0 && params.rows >= 0);
   pool.parallelFor(params.rows, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
-    std::vector<float> x(static_cast<size_t>(2 * dim));
+    std::vector<float> &x = rowScratch(0, 2 * dim), &y = rowScratch(1, dim);
     for (int64_t r = begin; r < end; ++r) {
       detail::halfToFloat(in + r * 2 * dim, x.data(), 2 * dim);
       for (int64_t i = 0; i < dim; ++i) {
         float g = x[static_cast<size_t>(i)], u = x[static_cast<size_t>(dim + i)];
-        out[r * dim + i] = floatToHalf(detail::siluTimes(g, u));
+        y[static_cast<size_t>(i)] = detail::siluTimes(g, u);
       }
+      // The batch conversion: the scalar one's bits.
+      detail::floatToHalf(y.data(), out + r * dim, dim);
     }
   });
 }
@@ -32,7 +46,7 @@ void sigmoidGateAdd(const SigmoidGateAddParams &params, uint16_t *out, const uin
   assert(dim > 0 && params.tokens >= 0);
   pool.parallelFor(
       params.tokens, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
-        std::vector<float> o(static_cast<size_t>(dim)), v(static_cast<size_t>(dim));
+        std::vector<float> &o = rowScratch(0, dim), &v = rowScratch(1, dim);
         for (int64_t t = begin; t < end; ++t) {
           float g = params.gateDtype == DType::F16
                         ? halfToFloat(static_cast<const uint16_t *>(gate)[t])
@@ -41,8 +55,8 @@ void sigmoidGateAdd(const SigmoidGateAddParams &params, uint16_t *out, const uin
           detail::halfToFloat(out + t * dim, o.data(), dim);
           detail::halfToFloat(value + t * dim, v.data(), dim);
           for (int64_t i = 0; i < dim; ++i)
-            out[t * dim + i] =
-                floatToHalf(o[static_cast<size_t>(i)] + sigmoid * v[static_cast<size_t>(i)]);
+            o[static_cast<size_t>(i)] += sigmoid * v[static_cast<size_t>(i)];
+          detail::floatToHalf(o.data(), out + t * dim, dim);
         }
       });
 }

@@ -21,9 +21,9 @@ struct TokenPlace {
   int64_t position;
 };
 
-std::vector<TokenPlace> placeTokens(const AttentionParams &params, const StepBatch &batch,
-                                    int64_t blockSize) {
-  std::vector<TokenPlace> places(static_cast<size_t>(params.tokens));
+void placeTokens(const AttentionParams &params, const StepBatch &batch, int64_t blockSize,
+                 std::vector<TokenPlace> &places) {
+  places.resize(static_cast<size_t>(params.tokens));
   assert(batch.seqStarts[0] == 0 && batch.seqStarts[params.seqs] == params.tokens);
   for (int64_t s = 0; s < params.seqs; ++s) {
     int64_t begin = batch.seqStarts[s], end = batch.seqStarts[s + 1];
@@ -33,7 +33,16 @@ std::vector<TokenPlace> placeTokens(const AttentionParams &params, const StepBat
     for (int64_t t = begin; t < end; ++t)
       places[static_cast<size_t>(t)] = {s, first + (t - begin)};
   }
-  return places;
+}
+
+/// A worker's buffers, kept across ops (no allocation in the step once it
+/// has run at its largest shape).
+struct AttentionScratch {
+  std::vector<float> q, keys, row, acc, dots, maxes, sums, scores;
+};
+AttentionScratch &attentionScratch() {
+  static thread_local AttentionScratch scratch;
+  return scratch;
 }
 
 /// The portable bodies of AttentionAvx512.h's loops, whose bits they give:
@@ -88,7 +97,12 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   const int64_t rowElems = (hq + 2 * hkv) * dim;
   const int64_t kvElems = hkv * dim; // one slot of K (or V)
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  std::vector<TokenPlace> places = placeTokens(params, batch, cache.blockSize);
+  // The calling thread's buffers, named through references so that the
+  // workers read this thread's.
+  static thread_local std::vector<TokenPlace> placesBuffer;
+  static thread_local std::vector<Tile> tilesBuffer;
+  std::vector<TokenPlace> &places = placesBuffer;
+  placeTokens(params, batch, cache.blockSize, places);
 
   // Every token's k and v must be in the cache before any token of the same
   // prefill chunk reads them.
@@ -110,7 +124,8 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   // block prefetched. A block's K rows are converted to FP32 once for the
   // tile; each (token, head) still sums its own scores and values in the
   // contract's order, so the tiling changes no bit.
-  std::vector<Tile> tiles;
+  std::vector<Tile> &tiles = tilesBuffer;
+  tiles.clear();
   for (int64_t seq = 0; seq < params.seqs; ++seq)
     for (int64_t t = batch.seqStarts[seq]; t < batch.seqStarts[seq + 1]; t += kTileTokens)
       tiles.push_back({t, std::min<int64_t>(kTileTokens, batch.seqStarts[seq + 1] - t)});
@@ -124,10 +139,17 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   const int64_t bs = cache.blockSize;
   const int64_t numTiles = static_cast<int64_t>(tiles.size());
   pool.parallelFor(numTiles * hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> q(static_cast<size_t>(kTileTokens * group * dim)),
-        keys(static_cast<size_t>(bs * keyStride)), row(static_cast<size_t>(dim)),
-        acc(static_cast<size_t>(group * dim)), dots(static_cast<size_t>(group)),
-        maxes(static_cast<size_t>(group)), sums(static_cast<size_t>(group)), scores;
+    AttentionScratch &scratch = attentionScratch();
+    std::vector<float> &q = scratch.q, &keys = scratch.keys, &row = scratch.row,
+                       &acc = scratch.acc, &dots = scratch.dots, &maxes = scratch.maxes,
+                       &sums = scratch.sums, &scores = scratch.scores;
+    q.resize(static_cast<size_t>(kTileTokens * group * dim));
+    keys.resize(static_cast<size_t>(bs * keyStride));
+    row.resize(static_cast<size_t>(dim));
+    acc.resize(static_cast<size_t>(group * dim));
+    dots.resize(static_cast<size_t>(group));
+    maxes.resize(static_cast<size_t>(group));
+    sums.resize(static_cast<size_t>(group));
     for (int64_t item = begin; item < end; ++item) {
       const Tile tile = tiles[static_cast<size_t>(item / hkv)];
       const int64_t kvHead = item % hkv;

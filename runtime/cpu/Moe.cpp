@@ -16,8 +16,13 @@ void moeRouter(const MoeRouterParams &params, const float *logits, int32_t *ids,
   const int64_t experts = params.numExperts, k = params.topK;
   assert(experts > 0 && k > 0 && k <= experts);
   pool.parallelFor(params.tokens, 16, [&](int64_t begin, int64_t end) {
-    std::vector<float> p(static_cast<size_t>(experts));
-    std::vector<int32_t> index(static_cast<size_t>(experts));
+    // Each thread's buffers, kept across ops.
+    static thread_local std::vector<float> pScratch;
+    static thread_local std::vector<int32_t> indexScratch;
+    std::vector<float> &p = pScratch;
+    std::vector<int32_t> &index = indexScratch;
+    p.resize(static_cast<size_t>(experts));
+    index.resize(static_cast<size_t>(experts));
     for (int64_t t = begin; t < end; ++t) {
       const float *l = logits + t * experts;
       float m = *std::max_element(l, l + experts);
@@ -58,7 +63,8 @@ void moeAlign(const MoeAlignParams &params, const int32_t *ids, int32_t *order,
   }
   for (int64_t e = 0; e < experts; ++e)
     expertStarts[e + 1] += expertStarts[e];
-  std::vector<int32_t> next(expertStarts, expertStarts + experts);
+  static thread_local std::vector<int32_t> next; // kept across ops
+  next.assign(expertStarts, expertStarts + experts);
   for (int64_t p = 0; p < pairs; ++p)
     order[next[static_cast<size_t>(ids[p])]++] = static_cast<int32_t>(p);
 }

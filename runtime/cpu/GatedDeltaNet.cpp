@@ -50,9 +50,12 @@ void causalConv1d(const CausalConv1dParams &p, const uint16_t *in, const uint16_
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (C + kBlock - 1) / kBlock;
   pool.parallelFor(p.seqs * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> w(static_cast<size_t>(K));
+    // Each thread's buffers, kept across ops (zeroed as new ones would be).
+    static thread_local std::vector<float> wScratch, xScratch;
+    std::vector<float> &w = wScratch;
+    w.assign(static_cast<size_t>(K), 0.0f);
     // The stream of one channel: the kept inputs, then this step's.
-    std::vector<float> x;
+    std::vector<float> &x = xScratch;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t s = task / blocks, c0 = task % blocks * kBlock;
       const int64_t c1 = std::min(C, c0 + kBlock);
@@ -99,10 +102,17 @@ void gatedDeltaRule(const GatedDeltaRuleParams &p, const uint16_t *qkv, const ui
   const int64_t block = std::min<int64_t>(kKeyBlock, dk);
   // One task per (sequence, value head): each head's state is its own.
   pool.parallelFor(p.seqs * Hv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> S(static_cast<size_t>(headState));
-    std::vector<float> q(static_cast<size_t>(dk)), k(static_cast<size_t>(dk));
-    std::vector<float> delta(static_cast<size_t>(dv)), o(static_cast<size_t>(dv));
-    std::vector<float> w(static_cast<size_t>(dv)), part(static_cast<size_t>(dv));
+    // Each thread's buffers, kept across ops (zeroed as new ones would be).
+    static thread_local std::vector<float> buffers[7];
+    std::vector<float> &S = buffers[0], &q = buffers[1], &k = buffers[2], &delta = buffers[3],
+                       &o = buffers[4], &w = buffers[5], &part = buffers[6];
+    S.assign(static_cast<size_t>(headState), 0.0f);
+    q.assign(static_cast<size_t>(dk), 0.0f);
+    k.assign(static_cast<size_t>(dk), 0.0f);
+    delta.assign(static_cast<size_t>(dv), 0.0f);
+    o.assign(static_cast<size_t>(dv), 0.0f);
+    w.assign(static_cast<size_t>(dv), 0.0f);
+    part.assign(static_cast<size_t>(dv), 0.0f);
     for (int64_t j = 0; j < dv; ++j)
       w[static_cast<size_t>(j)] = halfToFloat(normWeight[j]);
     for (int64_t task = begin; task < end; ++task) {

@@ -15,7 +15,10 @@ void topCandidates(const TopCandidatesParams &params, const float *logits,
   pool.parallelFor(params.rows, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const float *row = logits + r * vocab;
-      std::vector<int32_t> order;
+      // Each thread's buffer, kept across ops (a vocabulary of indices).
+      static thread_local std::vector<int32_t> orderScratch;
+      std::vector<int32_t> &order = orderScratch;
+      order.clear();
       order.reserve(static_cast<size_t>(vocab));
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t i = 0; i < vocab; ++i)

@@ -62,6 +62,7 @@ void transformHead(uint16_t *head, int64_t dim, int64_t rotary, const float *wei
 struct RopeTable {
   float theta = 0;
   int64_t rotary = 0;
+  std::vector<float> inverseFrequencies; // of theta and rotary
   std::vector<int32_t> positions;
   std::vector<float> cos, sin; // [token][rotary / 2]
 };
@@ -77,12 +78,14 @@ const RopeTable &ropeTable(const int32_t *positions, int64_t tokens, int64_t rot
       std::equal(positions, positions + tokens, table.positions.begin()))
     return table;
   const int64_t half = rotary / 2;
+  if (table.inverseFrequencies.empty() || table.theta != theta || table.rotary != rotary)
+    table.inverseFrequencies = ropeInverseFrequencies(rotary, theta);
   table.theta = theta;
   table.rotary = rotary;
   table.positions.assign(positions, positions + tokens);
   table.cos.resize(static_cast<size_t>(tokens * half));
   table.sin.resize(table.cos.size());
-  const std::vector<float> inv = ropeInverseFrequencies(rotary, theta);
+  const std::vector<float> &inv = table.inverseFrequencies;
   pool.parallelFor(tokens, 4, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       assert(positions[t] >= 0);

@@ -2,6 +2,7 @@
 #include "runtime/cpu/Activation.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Scratch.h"
 #include "runtime/numerics/Half.h"
 
 #include <algorithm>
@@ -10,24 +11,12 @@
 #include <vector>
 
 namespace volt::cpu {
-namespace {
-
-/// A thread's row buffers, kept across ops (no allocation in the step once
-/// it has run at its largest shape).
-std::vector<float> &rowScratch(int slot, int64_t size) {
-  static thread_local std::vector<float> buffers[2];
-  std::vector<float> &b = buffers[slot];
-  b.resize(static_cast<size_t>(size));
-  return b;
-}
-
-} // namespace
 
 void siluMul(const SiluMulParams &params, const uint16_t *in, uint16_t *out, ThreadPool &pool) {
   const int64_t dim = params.dim;
   assert(dim > 0 && params.rows >= 0);
   pool.parallelFor(params.rows, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
-    std::vector<float> &x = rowScratch(0, 2 * dim), &y = rowScratch(1, dim);
+    std::vector<float> &x = detail::threadBuffer(0, 2 * dim), &y = detail::threadBuffer(1, dim);
     for (int64_t r = begin; r < end; ++r) {
       detail::halfToFloat(in + r * 2 * dim, x.data(), 2 * dim);
       for (int64_t i = 0; i < dim; ++i) {
@@ -46,7 +35,7 @@ void sigmoidGateAdd(const SigmoidGateAddParams &params, uint16_t *out, const uin
   assert(dim > 0 && params.tokens >= 0);
   pool.parallelFor(
       params.tokens, std::max<int64_t>(1, 8192 / dim), [&](int64_t begin, int64_t end) {
-        std::vector<float> &o = rowScratch(0, dim), &v = rowScratch(1, dim);
+        std::vector<float> &o = detail::threadBuffer(0, dim), &v = detail::threadBuffer(1, dim);
         for (int64_t t = begin; t < end; ++t) {
           float g = params.gateDtype == DType::F16
                         ? halfToFloat(static_cast<const uint16_t *>(gate)[t])

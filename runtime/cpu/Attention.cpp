@@ -2,6 +2,7 @@
 #include "runtime/cpu/Attention.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Scratch.h"
 #ifdef VOLT_CPU_AVX512
 #include "runtime/cpu/AttentionAvx512.h"
 #endif
@@ -35,16 +36,6 @@ void placeTokens(const AttentionParams &params, const StepBatch &batch, int64_t 
   }
 }
 
-/// A worker's buffers, kept across ops (no allocation in the step once it
-/// has run at its largest shape).
-struct AttentionScratch {
-  std::vector<float> q, keys, row, acc, dots, maxes, sums, scores;
-};
-AttentionScratch &attentionScratch() {
-  static thread_local AttentionScratch scratch;
-  return scratch;
-}
-
 /// The portable bodies of AttentionAvx512.h's loops, whose bits they give:
 /// K rows converted to FP32 (rows of `dim`), dotRows for the scores, one
 /// axpy per head for the values.
@@ -59,8 +50,7 @@ void scoreRowsPortable(const float *k, int64_t n, const float *q, int64_t group,
 }
 
 void accumulateValuesPortable(const uint16_t *v, int64_t vStride, int64_t n, const float *p,
-                              int64_t pStride, int64_t group, int64_t dim, float *acc,
-                              float *row) {
+                              int64_t pStride, int64_t group, int64_t dim, float *acc, float *row) {
   for (int64_t j = 0; j < n; ++j) {
     detail::halfToFloat(v + j * vStride, row, dim);
     for (int64_t g = 0; g < group; ++g)
@@ -97,11 +87,8 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   const int64_t rowElems = (hq + 2 * hkv) * dim;
   const int64_t kvElems = hkv * dim; // one slot of K (or V)
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim)));
-  // The calling thread's buffers, named through references so that the
-  // workers read this thread's.
-  static thread_local std::vector<TokenPlace> placesBuffer;
-  static thread_local std::vector<Tile> tilesBuffer;
-  std::vector<TokenPlace> &places = placesBuffer;
+  // The caller's buffers, which the workers read (detail::threadBuffer).
+  std::vector<TokenPlace> &places = detail::threadBuffer<TokenPlace>(0, 0);
   placeTokens(params, batch, cache.blockSize, places);
 
   // Every token's k and v must be in the cache before any token of the same
@@ -124,8 +111,7 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   // block prefetched. A block's K rows are converted to FP32 once for the
   // tile; each (token, head) still sums its own scores and values in the
   // contract's order, so the tiling changes no bit.
-  std::vector<Tile> &tiles = tilesBuffer;
-  tiles.clear();
+  std::vector<Tile> &tiles = detail::threadBuffer<Tile>(0, 0);
   for (int64_t seq = 0; seq < params.seqs; ++seq)
     for (int64_t t = batch.seqStarts[seq]; t < batch.seqStarts[seq + 1]; t += kTileTokens)
       tiles.push_back({t, std::min<int64_t>(kTileTokens, batch.seqStarts[seq + 1] - t)});
@@ -139,17 +125,13 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
   const int64_t bs = cache.blockSize;
   const int64_t numTiles = static_cast<int64_t>(tiles.size());
   pool.parallelFor(numTiles * hkv, 1, [&](int64_t begin, int64_t end) {
-    AttentionScratch &scratch = attentionScratch();
-    std::vector<float> &q = scratch.q, &keys = scratch.keys, &row = scratch.row,
-                       &acc = scratch.acc, &dots = scratch.dots, &maxes = scratch.maxes,
-                       &sums = scratch.sums, &scores = scratch.scores;
-    q.resize(static_cast<size_t>(kTileTokens * group * dim));
-    keys.resize(static_cast<size_t>(bs * keyStride));
-    row.resize(static_cast<size_t>(dim));
-    acc.resize(static_cast<size_t>(group * dim));
-    dots.resize(static_cast<size_t>(group));
-    maxes.resize(static_cast<size_t>(group));
-    sums.resize(static_cast<size_t>(group));
+    std::vector<float> &q = detail::threadBuffer(0, kTileTokens * group * dim),
+                       &keys = detail::threadBuffer(1, bs * keyStride),
+                       &row = detail::threadBuffer(2, dim),
+                       &acc = detail::threadBuffer(3, group * dim),
+                       &dots = detail::threadBuffer(4, group),
+                       &maxes = detail::threadBuffer(5, group),
+                       &sums = detail::threadBuffer(6, group), &scores = detail::threadBuffer(7, 0);
     for (int64_t item = begin; item < end; ++item) {
       const Tile tile = tiles[static_cast<size_t>(item / hkv)];
       const int64_t kvHead = item % hkv;
@@ -232,13 +214,13 @@ void attention(const AttentionParams &params, const uint16_t *qkv, const StepBat
             prefetchRows(rowsOf(cache.v, b + 1), rowsFor(i, b + 1), kvElems, dim * 2);
 #ifdef VOLT_CPU_AVX512
           if (avx512) {
-            detail::avx512::accumulateValues(rowsOf(cache.v, b), kvElems, rowsFor(i, b),
-                                             p + b * bs, ss, group, dim, acc.data());
+            detail::avx512::accumulateValues(rowsOf(cache.v, b), kvElems, rowsFor(i, b), p + b * bs,
+                                             ss, group, dim, acc.data());
             continue;
           }
 #endif
-          accumulateValuesPortable(rowsOf(cache.v, b), kvElems, rowsFor(i, b), p + b * bs,
-                                   ss, group, dim, acc.data(), row.data());
+          accumulateValuesPortable(rowsOf(cache.v, b), kvElems, rowsFor(i, b), p + b * bs, ss,
+                                   group, dim, acc.data(), row.data());
         }
         uint16_t *o = out + (tile.first + i) * hq * dim + kvHead * group * dim;
         for (int64_t g = 0; g < group; ++g) {

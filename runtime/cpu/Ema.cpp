@@ -1,5 +1,6 @@
 //===- Ema.cpp ------------------------------------------------------------===//
 #include "runtime/cpu/Ema.h"
+#include "runtime/cpu/Scratch.h"
 
 #include "runtime/numerics/Half.h"
 
@@ -15,10 +16,9 @@ void emaScan(const EmaScanParams &p, const uint16_t *in, const uint16_t *decay, 
   // One task per sequence: its tokens run in order, its channels side by side.
   pool.parallelFor(p.seqs, 1, [&](int64_t begin, int64_t end) {
     // Each thread's buffers, kept across ops (zeroed as new ones would be).
-    static thread_local std::vector<float> stScratch, aScratch;
-    std::vector<float> &st = stScratch, &a = aScratch;
-    st.assign(static_cast<size_t>(H), 0.0f);
-    a.assign(static_cast<size_t>(H), 0.0f);
+    std::vector<float> &st = detail::threadBuffer(0, H), &a = detail::threadBuffer(1, H);
+    std::fill(st.begin(), st.end(), 0.0f);
+    std::fill(a.begin(), a.end(), 0.0f);
     for (int64_t i = 0; i < H; ++i)
       a[static_cast<size_t>(i)] = halfToFloat(decay[i]);
     for (int64_t s = begin; s < end; ++s) {

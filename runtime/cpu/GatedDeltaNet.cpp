@@ -1,5 +1,6 @@
 //===- GatedDeltaNet.cpp --------------------------------------------------===//
 #include "runtime/cpu/GatedDeltaNet.h"
+#include "runtime/cpu/Scratch.h"
 
 #include "runtime/numerics/Half.h"
 
@@ -51,11 +52,10 @@ void causalConv1d(const CausalConv1dParams &p, const uint16_t *in, const uint16_
   const int64_t blocks = (C + kBlock - 1) / kBlock;
   pool.parallelFor(p.seqs * blocks, 1, [&](int64_t begin, int64_t end) {
     // Each thread's buffers, kept across ops (zeroed as new ones would be).
-    static thread_local std::vector<float> wScratch, xScratch;
-    std::vector<float> &w = wScratch;
-    w.assign(static_cast<size_t>(K), 0.0f);
+    std::vector<float> &w = detail::threadBuffer(0, K);
+    std::fill(w.begin(), w.end(), 0.0f);
     // The stream of one channel: the kept inputs, then this step's.
-    std::vector<float> &x = xScratch;
+    std::vector<float> &x = detail::threadBuffer(1, 0);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t s = task / blocks, c0 = task % blocks * kBlock;
       const int64_t c1 = std::min(C, c0 + kBlock);
@@ -103,23 +103,19 @@ void gatedDeltaRule(const GatedDeltaRuleParams &p, const uint16_t *qkv, const ui
   // One task per (sequence, value head): each head's state is its own.
   pool.parallelFor(p.seqs * Hv, 1, [&](int64_t begin, int64_t end) {
     // Each thread's buffers, kept across ops (zeroed as new ones would be).
-    static thread_local std::vector<float> buffers[7];
-    std::vector<float> &S = buffers[0], &q = buffers[1], &k = buffers[2], &delta = buffers[3],
-                       &o = buffers[4], &w = buffers[5], &part = buffers[6];
-    S.assign(static_cast<size_t>(headState), 0.0f);
-    q.assign(static_cast<size_t>(dk), 0.0f);
-    k.assign(static_cast<size_t>(dk), 0.0f);
-    delta.assign(static_cast<size_t>(dv), 0.0f);
-    o.assign(static_cast<size_t>(dv), 0.0f);
-    w.assign(static_cast<size_t>(dv), 0.0f);
-    part.assign(static_cast<size_t>(dv), 0.0f);
+    std::vector<float> &S = detail::threadBuffer(0, headState), &q = detail::threadBuffer(1, dk),
+                       &k = detail::threadBuffer(2, dk), &delta = detail::threadBuffer(3, dv),
+                       &o = detail::threadBuffer(4, dv), &w = detail::threadBuffer(5, dv),
+                       &part = detail::threadBuffer(6, dv);
+    for (std::vector<float> *b : {&S, &q, &k, &delta, &o, &w, &part})
+      std::fill(b->begin(), b->end(), 0.0f);
     for (int64_t j = 0; j < dv; ++j)
       w[static_cast<size_t>(j)] = halfToFloat(normWeight[j]);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t s = task / Hv, h = task % Hv, kh = h / rep;
       const SeqState sq = seqState(s, seqStarts, contextLens, stateSlots);
-      float *slot = sq.slot >= 0 ? state + (static_cast<int64_t>(sq.slot) * Hv + h) * headState
-                                 : nullptr;
+      float *slot =
+          sq.slot >= 0 ? state + (static_cast<int64_t>(sq.slot) * Hv + h) * headState : nullptr;
       for (int64_t i = 0; i < headState; ++i)
         S[static_cast<size_t>(i)] = sq.fresh ? 0.0f : slot[i];
       const float A = -std::exp(aLog[h]), bias = dtBias[h];

@@ -2,6 +2,7 @@
 #include "runtime/cpu/Moe.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Scratch.h"
 #include "runtime/numerics/Half.h"
 
 #include <algorithm>
@@ -16,13 +17,8 @@ void moeRouter(const MoeRouterParams &params, const float *logits, int32_t *ids,
   const int64_t experts = params.numExperts, k = params.topK;
   assert(experts > 0 && k > 0 && k <= experts);
   pool.parallelFor(params.tokens, 16, [&](int64_t begin, int64_t end) {
-    // Each thread's buffers, kept across ops.
-    static thread_local std::vector<float> pScratch;
-    static thread_local std::vector<int32_t> indexScratch;
-    std::vector<float> &p = pScratch;
-    std::vector<int32_t> &index = indexScratch;
-    p.resize(static_cast<size_t>(experts));
-    index.resize(static_cast<size_t>(experts));
+    std::vector<float> &p = detail::threadBuffer<float>(0, experts);
+    std::vector<int32_t> &index = detail::threadBuffer<int32_t>(0, experts);
     for (int64_t t = begin; t < end; ++t) {
       const float *l = logits + t * experts;
       float m = *std::max_element(l, l + experts);
@@ -63,8 +59,8 @@ void moeAlign(const MoeAlignParams &params, const int32_t *ids, int32_t *order,
   }
   for (int64_t e = 0; e < experts; ++e)
     expertStarts[e + 1] += expertStarts[e];
-  static thread_local std::vector<int32_t> next; // kept across ops
-  next.assign(expertStarts, expertStarts + experts);
+  std::vector<int32_t> &next = detail::threadBuffer<int32_t>(0, experts);
+  std::copy_n(expertStarts, experts, next.begin());
   for (int64_t p = 0; p < pairs; ++p)
     order[next[static_cast<size_t>(ids[p])]++] = static_cast<int32_t>(p);
 }
@@ -73,21 +69,16 @@ void moeCombine(const MoeCombineParams &params, const uint16_t *in, const int32_
                 const float *weights, uint16_t *out, ThreadPool &pool) {
   const int64_t k = params.topK, dim = params.dim, pairs = params.tokens * params.topK;
   assert(k > 0 && dim > 0 && params.tokens >= 0);
-  // The calling thread's buffer, named through a reference so that the
-  // workers read this thread's.
-  static thread_local std::vector<int32_t> rowBuffer;
-  std::vector<int32_t> &rowOfPair = rowBuffer;
-  rowOfPair.resize(static_cast<size_t>(pairs));
+  // The caller's slot 1, read by the workers (who use int32 slot 0 for
+  // nothing here, and float slots 0 and 1).
+  std::vector<int32_t> &rowOfPair = detail::threadBuffer<int32_t>(1, pairs);
   for (int64_t j = 0; j < pairs; ++j) {
     assert(order[j] >= 0 && order[j] < pairs);
     rowOfPair[static_cast<size_t>(order[j])] = static_cast<int32_t>(j);
   }
   pool.parallelFor(
       params.tokens, std::max<int64_t>(1, 4096 / dim), [&](int64_t begin, int64_t end) {
-        static thread_local std::vector<float> accScratch, rowScratch;
-        std::vector<float> &acc = accScratch, &row = rowScratch;
-        acc.resize(static_cast<size_t>(dim));
-        row.resize(static_cast<size_t>(dim));
+        std::vector<float> &acc = detail::threadBuffer(0, dim), &row = detail::threadBuffer(1, dim);
         for (int64_t t = begin; t < end; ++t) {
           std::fill(acc.begin(), acc.end(), 0.0f);
           for (int64_t slot = 0; slot < k; ++slot) {

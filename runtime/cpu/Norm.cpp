@@ -2,6 +2,7 @@
 #include "runtime/cpu/Norm.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Scratch.h"
 #include "runtime/numerics/Half.h"
 
 #include <algorithm>
@@ -17,30 +18,6 @@ void loadRow(const void *base, DType dtype, int64_t row, int64_t dim, float *out
     detail::halfToFloat(static_cast<const uint16_t *>(base) + row * dim, out, dim);
   else
     std::copy_n(static_cast<const float *>(base) + row * dim, dim, out);
-}
-
-/// A thread's row buffers, kept across ops so that a step allocates
-/// nothing once it has run at its largest shape.
-struct NormScratch {
-  std::vector<float> x, add, y;
-  void resize(int64_t dim) {
-    x.resize(static_cast<size_t>(dim));
-    add.resize(static_cast<size_t>(dim));
-    y.resize(static_cast<size_t>(dim));
-  }
-};
-NormScratch &normScratch() {
-  static thread_local NormScratch scratch;
-  return scratch;
-}
-
-/// The norm weight in FP32, in the calling thread's buffer (named through
-/// a reference, so that the workers read this thread's).
-const std::vector<float> &loadWeight(const uint16_t *weight, int64_t dim) {
-  static thread_local std::vector<float> w;
-  w.resize(static_cast<size_t>(dim));
-  detail::halfToFloat(weight, w.data(), dim);
-  return w;
 }
 
 /// Normalises x[dim] (FP32) with the FP32 weight and stores FP16: each
@@ -63,14 +40,14 @@ void rmsNorm(const RmsNormParams &params, const void *in, const uint16_t *weight
              ThreadPool &pool) {
   assert(params.dim > 0 && params.rows >= 0);
   assert(in != static_cast<const void *>(out) || params.inDtype == DType::F16);
-  const std::vector<float> &w = loadWeight(weight, params.dim);
+  // The weight in the caller's slot 0; the rows in each worker's 1 and 2.
+  const float *w = detail::widenedHalves(weight, params.dim, 0);
   pool.parallelFor(params.rows, rowGrain(params.dim), [&](int64_t begin, int64_t end) {
-    NormScratch &s = normScratch();
-    s.resize(params.dim);
+    float *x = detail::threadBuffer(1, params.dim).data();
+    float *y = detail::threadBuffer(2, params.dim).data();
     for (int64_t r = begin; r < end; ++r) {
-      loadRow(in, params.inDtype, r, params.dim, s.x.data());
-      normalizeRow(s.x.data(), w.data(), params.dim, params.eps, s.y.data(),
-                   out + r * params.dim);
+      loadRow(in, params.inDtype, r, params.dim, x);
+      normalizeRow(x, w, params.dim, params.eps, y, out + r * params.dim);
     }
   });
 }
@@ -79,11 +56,10 @@ void addRmsNorm(const AddRmsNormParams &params, const void *in, void *residual,
                 const uint16_t *weight, uint16_t *out, ThreadPool &pool) {
   assert(params.dim > 0 && params.tokens >= 0);
   const int64_t dim = params.dim;
-  const std::vector<float> &w = loadWeight(weight, dim);
+  const float *w = detail::widenedHalves(weight, dim, 0);
   pool.parallelFor(params.tokens, rowGrain(dim), [&](int64_t begin, int64_t end) {
-    NormScratch &s = normScratch();
-    s.resize(dim);
-    float *x = s.x.data(), *add = s.add.data(), *y = s.y.data();
+    float *x = detail::threadBuffer(1, dim).data(), *add = detail::threadBuffer(2, dim).data(),
+          *y = detail::threadBuffer(3, dim).data();
     for (int64_t t = begin; t < end; ++t) {
       loadRow(residual, params.residualDtype, t, dim, x);
       loadRow(in, params.inDtype, t, dim, add);
@@ -99,7 +75,7 @@ void addRmsNorm(const AddRmsNormParams &params, const void *in, void *residual,
         for (int64_t i = 0; i < dim; ++i)
           res[i] = x[i] = x[i] + add[i];
       }
-      normalizeRow(x, w.data(), dim, params.eps, y, out + t * dim);
+      normalizeRow(x, w, dim, params.eps, y, out + t * dim);
     }
   });
 }

@@ -2,6 +2,7 @@
 #include "runtime/cpu/Rope.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Scratch.h"
 #include "runtime/numerics/Half.h"
 
 #include <algorithm>
@@ -95,27 +96,6 @@ const RopeTable &ropeTable(const int32_t *positions, int64_t tokens, int64_t rot
   return table;
 }
 
-/// A thread's head buffers, kept across ops.
-struct HeadScratch {
-  std::vector<float> x, y;
-};
-HeadScratch &headScratch() {
-  static thread_local HeadScratch scratch;
-  return scratch;
-}
-
-/// The norm weight in FP32 in the calling thread's buffer `slot` (0: q,
-/// 1: k), or null without one.
-const float *normWeight(const uint16_t *weight, int64_t dim, int slot) {
-  static thread_local std::vector<float> buffers[2];
-  if (!weight)
-    return nullptr;
-  std::vector<float> &w = buffers[slot];
-  w.resize(static_cast<size_t>(dim));
-  detail::halfToFloat(weight, w.data(), dim);
-  return w.data();
-}
-
 } // namespace
 
 void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *positions,
@@ -126,19 +106,19 @@ void qkNormRope(const QkNormRopeParams &params, uint16_t *qkv, const int32_t *po
   const int64_t rotary = params.rotaryDim > 0 ? params.rotaryDim : dim;
   assert(rotary % 2 == 0 && rotary <= dim);
   const RopeTable &table = ropeTable(positions, params.tokens, rotary, params.ropeTheta, pool);
-  const float *qWeight = normWeight(qNorm, dim, 0);
-  const float *kWeight = normWeight(kNorm, dim, 1);
+  // The norm weights in the caller's slots 0 and 1; a head in each
+  // worker's 2 and 3.
+  const float *qWeight = qNorm ? detail::widenedHalves(qNorm, dim, 0) : nullptr;
+  const float *kWeight = kNorm ? detail::widenedHalves(kNorm, dim, 1) : nullptr;
   const int64_t half = rotary / 2;
   pool.parallelFor(params.tokens, 4, [&](int64_t begin, int64_t end) {
-    HeadScratch &s = headScratch();
-    s.x.resize(static_cast<size_t>(dim));
-    s.y.resize(static_cast<size_t>(dim));
+    float *x = detail::threadBuffer(2, dim).data(), *y = detail::threadBuffer(3, dim).data();
     for (int64_t t = begin; t < end; ++t) {
       uint16_t *row = qkv + t * rowElems;
       for (int64_t h = 0; h < params.numHeads + params.numKvHeads; ++h) {
         const float *w = h < params.numHeads ? qWeight : kWeight;
         transformHead(row + h * dim, dim, rotary, w, params.eps, table.cos.data() + t * half,
-                      table.sin.data() + t * half, s.x.data(), s.y.data());
+                      table.sin.data() + t * half, x, y);
       }
     }
   });

@@ -1,5 +1,6 @@
 //===- TopCandidates.cpp - the K largest logits of each row ---------------===//
 #include "runtime/cpu/TopCandidates.h"
+#include "runtime/cpu/Scratch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,9 +17,7 @@ void topCandidates(const TopCandidatesParams &params, const float *logits,
     for (int64_t r = begin; r < end; ++r) {
       const float *row = logits + r * vocab;
       // Each thread's buffer, kept across ops (a vocabulary of indices).
-      static thread_local std::vector<int32_t> orderScratch;
-      std::vector<int32_t> &order = orderScratch;
-      order.clear();
+      std::vector<int32_t> &order = detail::threadBuffer<int32_t>(0, 0);
       order.reserve(static_cast<size_t>(vocab));
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t i = 0; i < vocab; ++i)
